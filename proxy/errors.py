@@ -1,0 +1,88 @@
+"""Errors of ctxproxy, rendered by one boundary as OpenAI-shaped JSON.
+
+    CtxProxyError                 base; carries status, type and code for the error body
+    ├── ConfigError               a bad config key (start-up only; names the key and the file)
+    ├── BadRequest                400: invalid JSON, missing or ill-typed fields
+    │   └── BodyTooLarge          413: body over `max_body_bytes`
+    ├── Unauthorized              401: missing or unknown bearer (`invalid_api_key`)
+    ├── NotFound                  404: unknown output, session, or route
+    ├── UpstreamUnreachable       502: connect refused/reset before headers
+    ├── UpstreamTimeout           504: connect or first-byte bound exceeded
+    └── StoreUnavailable          the state store failed; callers degrade, never fail a request
+
+Upstream HTTP errors are not exceptions here: they are relayed as they came.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CtxProxyError(Exception):
+    status = 500
+    error_type = "server_error"
+    code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+    def to_body(self) -> dict[str, Any]:
+        return error_body(self.message, self.error_type, param=self.param, code=self.code)
+
+
+class ConfigError(CtxProxyError):
+    def __init__(self, message: str, *, key: str, file: str) -> None:
+        super().__init__(f"{file}: {key}: {message}")
+        self.key = key
+        self.file = file
+
+
+class BadRequest(CtxProxyError):
+    status = 400
+    error_type = "invalid_request_error"
+
+
+class BodyTooLarge(BadRequest):
+    status = 413
+    code = "request_too_large"
+
+
+class Unauthorized(CtxProxyError):
+    status = 401
+    error_type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class NotFound(CtxProxyError):
+    status = 404
+    error_type = "invalid_request_error"
+    code = "not_found"
+
+
+class UpstreamUnreachable(CtxProxyError):
+    status = 502
+    error_type = "upstream_error"
+    code = "upstream_unreachable"
+
+
+class UpstreamTimeout(CtxProxyError):
+    status = 504
+    error_type = "upstream_error"
+    code = "upstream_timeout"
+
+
+class StoreUnavailable(CtxProxyError):
+    status = 503
+    error_type = "server_error"
+    code = "store_unavailable"
+
+
+def error_body(
+    message: str, error_type: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """The OpenAI error shape: `{"error": {"message", "type", "param", "code"}}`."""
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}

@@ -1,0 +1,57 @@
+"""Chained hashes of a client history, to recognise a prefix that a stored summary describes.
+
+`h(0) = sha256(salt)`, `h(i) = sha256(h(i-1) || canonical(message i-1))`; the hash of the first
+`k` messages identifies exactly those messages in that order. Canonical JSON sorts keys, so a
+client that reorders keys still matches; any edit to a message changes every later hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+import orjson
+
+from proxy.types import Message, StoredCompaction
+
+
+def message_digest(message: Message) -> bytes:
+    return orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+
+
+def prefix_hashes(messages: Iterable[Message], *, salt: str, limit: int | None = None) -> list[str]:
+    """Hex hashes of every prefix: element `k-1` identifies the first `k` messages."""
+    current = hashlib.sha256(salt.encode()).digest()
+    out: list[str] = []
+    for index, message in enumerate(messages):
+        if limit is not None and index >= limit:
+            break
+        current = hashlib.sha256(current + message_digest(message)).digest()
+        out.append(current.hex())
+    return out
+
+
+def prefix_hash(messages: Sequence[Message], covers: int, *, salt: str) -> str:
+    """Hash of the first `covers` messages (`covers` >= 1)."""
+    return prefix_hashes(messages, salt=salt, limit=covers)[covers - 1]
+
+
+def longest_matching(
+    messages: Sequence[Message], compactions: Sequence[StoredCompaction], *, salt: str
+) -> StoredCompaction | None:
+    """The stored compaction covering the longest prefix of `messages`, or None.
+
+    A compaction whose prefix is longer than the history, or whose hash differs (an edited
+    history), does not match.
+    """
+    usable = [c for c in compactions if 0 < c.covers <= len(messages)]
+    if not usable:
+        return None
+    hashes = prefix_hashes(messages, salt=salt, limit=max(c.covers for c in usable))
+    best: StoredCompaction | None = None
+    for compaction in usable:
+        if hashes[compaction.covers - 1] == compaction.prefix_hash and (
+            best is None or compaction.covers > best.covers
+        ):
+            best = compaction
+    return best

@@ -1,0 +1,123 @@
+"""The seams the core depends on. Adapters in `proxy/adapters/` implement them.
+
+Every port method is async except `WorkspaceSource.view` (a few `stat` calls, cached by mtime).
+A store method that cannot reach its backend raises `StoreUnavailable`; callers degrade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
+
+
+class StateStore(Protocol):
+    """Session state, archives, persisted outputs, locks and events (Redis or in-memory)."""
+
+    async def ping(self) -> bool: ...
+
+    async def load(self, tenant: str, session: str) -> SessionState:
+        """State, sticky decisions and stored compactions of a session, in one round trip."""
+        ...
+
+    async def record_turn(
+        self,
+        tenant: str,
+        session: str,
+        *,
+        fields: Mapping[str, str | int | float],
+        counters: Mapping[str, int],
+        decisions: Mapping[str, str],
+    ) -> None:
+        """Set state fields, add to counters, add sticky decisions, touch the session; TTL all."""
+        ...
+
+    async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
+        """Append a full client history to the session archive; return the entry id."""
+        ...
+
+    async def save_compaction(
+        self,
+        tenant: str,
+        session: str,
+        compaction: StoredCompaction,
+        *,
+        snapshot_json: bytes,
+        lock_token: str,
+    ) -> bool:
+        """Store a compaction and the snapshot, only while `lock_token` still holds the lock.
+
+        Returns False (and writes nothing) when the lock was lost: a fenced, stale writer.
+        """
+        ...
+
+    async def acquire_lock(self, tenant: str, session: str, *, ttl_ms: int) -> str | None:
+        """Take the session's compaction lock; the owner token, or None if another holds it."""
+        ...
+
+    async def release_lock(self, tenant: str, session: str, token: str) -> None:
+        """Release the lock only if `token` still owns it."""
+        ...
+
+    async def put_output(self, tenant: str, output_id: str, text: str) -> None: ...
+
+    async def get_output(self, tenant: str, output_id: str) -> str | None: ...
+
+    async def emit_event(self, event: Mapping[str, str]) -> None:
+        """Append to the capped events stream."""
+        ...
+
+    async def read_events(
+        self, last_id: str, *, block_ms: int, count: int
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Events after `last_id` (`$` = only new ones), waiting up to `block_ms`."""
+        ...
+
+    async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
+        """State hashes of the most recently used sessions (all tenants when tenant is None)."""
+        ...
+
+    async def session_detail(self, tenant: str, session: str) -> JSON | None:
+        """State, stored compactions and archive length of one session, or None."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Summarizer(Protocol):
+    """One LLM call that returns the text of the model's answer."""
+
+    async def complete(self, body: JSON, *, api_key: str | None) -> str: ...
+
+
+class WorkspaceSource(Protocol):
+    """The bootstrap files of a tenant (and a session-local layer), re-read only on change."""
+
+    def view(self, tenant: str, session: str) -> WorkspaceView: ...
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamReply:
+    """An upstream's answer, with headers already filtered for relaying.
+
+    Exactly one of `body` (non-streaming answers and all errors) and `stream` (OpenAI-format SSE
+    bytes, as they arrive) is set. `release` closes the upstream connection; always call it.
+    """
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes | None
+    stream: AsyncIterator[bytes] | None
+    release: Callable[[], Awaitable[None]]
+
+
+class Upstream(Protocol):
+    """Sends a final chat-completions body (OpenAI format) to a provider."""
+
+    async def send_chat(
+        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+    ) -> UpstreamReply:
+        """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only."""
+        ...

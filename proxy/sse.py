@@ -1,0 +1,126 @@
+"""A pure, incremental Server-Sent Events decoder (WHATWG HTML §9.2.6) that keeps raw bytes.
+
+Feed it bytes as they arrive; it returns each complete event with the exact bytes it came in, so
+a relay can forward events untouched (or drop one) without ever re-encoding. Handles `\\n`,
+`\\r\\n` and `\\r` line ends split anywhere, comments, multi-line `data:` and UTF-8 split across
+chunks. A partial event is never returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SSEvent:
+    """One dispatched event: its fields and the raw bytes it occupied on the wire."""
+
+    raw: bytes
+    data: str = ""
+    event: str = ""
+    id: str | None = None
+    is_comment_only: bool = False
+
+
+class SSEDecoder:
+    """Incremental decoder. `feed(chunk)` -> complete events; `pending` -> bytes held back."""
+
+    __slots__ = ("_buf", "_pos", "_event_start", "_data", "_event", "_id", "_saw_field", "_cr")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._event_start = 0
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._saw_field = False
+        self._cr = False
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes of an event not yet complete (a cut-off stream leaves these behind)."""
+        rest = bytes(self._buf[self._event_start :])
+        return rest if rest.strip(b"\r\n") else b""
+
+    def feed(self, chunk: bytes) -> list[SSEvent]:
+        self._buf += chunk
+        events: list[SSEvent] = []
+        buf = self._buf
+        while True:
+            line_end, next_pos = self._next_line(buf)
+            if line_end < 0:
+                break
+            line = bytes(buf[self._pos : line_end])
+            self._pos = next_pos
+            if line:
+                self._take_line(line)
+            elif self._saw_field or self._data:
+                events.append(self._dispatch(bytes(buf[self._event_start : next_pos])))
+            else:
+                self._event_start = next_pos  # blank line with nothing pending
+        if self._event_start > 0 and self._event_start == self._pos:
+            del buf[: self._event_start]
+            self._pos = self._event_start = 0
+        return events
+
+    def _next_line(self, buf: bytearray) -> tuple[int, int]:
+        """(end of line content, start of next line), or (-1, -1) when no full line yet."""
+        pos = self._pos
+        if self._cr:
+            if pos >= len(buf):
+                return -1, -1
+            if buf[pos] == 0x0A:
+                # the "\n" of a "\r\n" pair split across chunks: skip it, keep its byte in `raw`
+                pos += 1
+                self._pos = pos
+            self._cr = False
+        lf = buf.find(b"\n", pos)
+        cr = buf.find(b"\r", pos)
+        if cr >= 0 and (lf < 0 or cr < lf):
+            if cr + 1 < len(buf):
+                return cr, cr + 2 if buf[cr + 1] == 0x0A else cr + 1
+            self._cr = True  # a lone "\r" at the end: it ends the line, a "\n" may follow
+            return cr, cr + 1
+        if lf >= 0:
+            return lf, lf + 1
+        return -1, -1
+
+    def _take_line(self, line: bytes) -> None:
+        if line.startswith(b":"):
+            self._saw_field = True
+            return
+        name, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        text = value.decode("utf-8", errors="replace")
+        self._saw_field = True
+        if name == b"data":
+            self._data.append(text)
+        elif name == b"event":
+            self._event = text
+        elif name == b"id" and "\x00" not in text:
+            self._id = text
+
+    def _dispatch(self, raw: bytes) -> SSEvent:
+        comment_only = not self._data and not self._event and self._id is None
+        event = SSEvent(
+            raw=raw,
+            data="\n".join(self._data),
+            event=self._event,
+            id=self._id,
+            is_comment_only=comment_only,
+        )
+        self._data = []
+        self._event = ""
+        self._id = None
+        self._saw_field = False
+        self._event_start = self._pos
+        return event
+
+
+def encode_event(data: str, *, event: str = "") -> bytes:
+    """Encode one event with `\\n` line ends; multi-line data becomes several `data:` lines."""
+    head = f"event: {event}\n" if event else ""
+    body = "".join(f"data: {line}\n" for line in data.split("\n"))
+    return (head + body + "\n").encode()

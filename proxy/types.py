@@ -1,0 +1,122 @@
+"""Plain data shared by every layer: wire JSON aliases and the per-request objects.
+
+Stages read a `Turn` (facts loaded before the pipeline runs) and transform a `Draft` (the request
+being built). Both are frozen; a stage returns a new `Draft` and a `StageReport` saying what it did
+and what the async shell must write back afterwards (sticky decisions, persisted outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+JSON: TypeAlias = dict[str, Any]
+Message: TypeAlias = dict[str, Any]
+"""One chat-completions message as the client sent it (JSON-shaped, unknown keys kept)."""
+
+CacheStyle: TypeAlias = Literal["openai", "anthropic", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCompaction:
+    """A summary that replaces the first `covers` messages of a client history.
+
+    `prefix_hash` is the chained hash of exactly those messages (see `proxy.history`);
+    `replacement` is what stands in their place (the summary message, preserved tool content).
+    """
+
+    prefix_hash: str
+    covers: int
+    replacement: tuple[Message, ...]
+    created_at: float = 0.0
+    archive_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What the store knows about a session before this request (empty for a new one)."""
+
+    fields: Mapping[str, str] = field(default_factory=dict)
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    """tool_call_id -> the exact content that pruning replaced the result with (sticky)."""
+    compactions: tuple[StoredCompaction, ...] = ()
+
+    def int_field(self, name: str, default: int = 0) -> int:
+        try:
+            return int(self.fields.get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+    def float_field(self, name: str, default: float = 0.0) -> float:
+        try:
+            return float(self.fields.get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPrompt:
+    """The system content in its three parts, in the order they are sent.
+
+    `static` is byte-identical across requests (identity, rules); `client` holds the client's own
+    leading system/developer messages as sent; `dynamic` is per user or per session.
+    """
+
+    static: str = ""
+    client: tuple[Message, ...] = ()
+    dynamic: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceView:
+    """The tenant's bootstrap files, already read and capped by the workspace adapter.
+
+    Keys are the logical names `soul`, `user`, `agent`, `memory`; a missing file is absent.
+    Each value of `files` holds the layers, lowest priority first (managed, then tenant). Texts are
+    as read (bounded by the adapter); the bootstrap stage applies the caps.
+    """
+
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    session_files: Mapping[str, str] = field(default_factory=dict)
+    """The session-local layer (same logical names); only ever part of the dynamic prompt."""
+    version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Per-request facts, loaded before the stages run. Never mutated."""
+
+    tenant: str
+    session: str
+    model: str
+    now: float
+    state: SessionState = field(default_factory=SessionState)
+    workspace: WorkspaceView = field(default_factory=WorkspaceView)
+    cache_style: CacheStyle = "openai"
+    model_window: int = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """The request being built.
+
+    `body` is the client's body without `messages` (never mutated); `system` the system prompt in
+    parts; `messages` the history after the client's leading system messages.
+    """
+
+    body: Mapping[str, Any]
+    system: SystemPrompt
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StageReport:
+    """What one stage did, and the effects the shell writes back after the request."""
+
+    stage: str
+    counters: Mapping[str, int] = field(default_factory=dict)
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    skipped: str = ""
+    """Non-empty when the stage failed and was skipped (fail-open); the reason, never content."""
