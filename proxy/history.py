@@ -55,3 +55,19 @@ def longest_matching(
         ):
             best = compaction
     return best
+
+
+def history_salt(tenant: str, client_system: Sequence[Message]) -> str:
+    """The salt of a conversation's chain: its tenant and the client's own system messages.
+
+    A changed system prompt is a different conversation, so its summaries no longer match.
+    """
+    system_digest = hashlib.sha256(b"".join(message_digest(m) for m in client_system)).hexdigest()
+    return f"{tenant}\x00{system_digest}"
+
+
+def lineage(tenant: str, client_system: Sequence[Message], history: Sequence[Message]) -> str:
+    """A short id of a conversation: its salt and first message. Usage of another lineage that
+    shares a session id (a sub-agent, an edited history) never triggers compaction here."""
+    salt = history_salt(tenant, client_system)
+    return prefix_hash(history, 1, salt=salt)[:16] if history else salt[-16:]
