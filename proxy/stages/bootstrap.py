@@ -1,0 +1,149 @@
+"""Bootstrap: put the workspace's identity, rules, user profile and memory into the system prompt.
+
+The system prompt gets a static part (`<soul>`, `<agent>`, the optional tool-result notice) and a
+dynamic part (`<user_profile>`, `<memory_index>`, then the session layer's own `<soul>` and
+`<agent>` additions), sections separated by a blank line, in that fixed order. The static
+part depends on the managed and tenant files only, so it is byte-identical from request to request
+while those files are unchanged: no timestamps, no session facts. Pure: the workspace adapter has
+already read the files into `Turn.workspace`.
+
+Layers (`WorkspaceView.files` lists them lowest first: managed, tenant; `session_files` on top):
+
+    file              tag             managed → tenant          session layer
+    soul.md           <soul>          a later layer replaces    extends (dynamic part)
+    agent.md          <agent>         extends, earlier first    extends (dynamic part)
+    user.md           <user_profile>  a later layer replaces    replaces
+    memory/MEMORY.md  <memory_index>  extends, earlier first    extends, last
+
+Identity and the profile are one voice each, so the most specific wins; rules and memories
+accumulate. The session layer never touches the static part (that would break the provider cache
+for every other session), so its soul and agent files become extra sections in the dynamic part.
+
+Caps apply per file, after stripping surrounding whitespace: the memory index to
+`memory_max_lines` lines, then every file to `max_chars_per_file` characters; each cut appends a
+visible `[truncated: ...]` line. A missing or blank file adds no section and replaces nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
+
+TAGS = {"soul": "soul", "user": "user_profile", "agent": "agent", "memory": "memory_index"}
+REPLACING = frozenset({"soul", "user"})
+STATIC_KEYS = ("soul", "agent")
+DYNAMIC_KEYS = ("user", "memory")
+TOOL_RESULT_NOTICE = (
+    "Older tool results in this conversation may be shortened or removed later to save space. "
+    "When a tool result holds something you will need again, write the essential part down in "
+    "your reply."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapSettings:
+    """`managed_dir` is read by the shell that builds the workspace adapter, not by this stage."""
+
+    enabled: bool = True
+    max_chars_per_file: int = 2000
+    memory_max_lines: int = 200
+    tool_result_notice: bool = True
+    managed_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_chars_per_file < 1:
+            raise ValueError("bootstrap.max_chars_per_file must be at least 1")
+        if self.memory_max_lines < 1:
+            raise ValueError("bootstrap.memory_max_lines must be at least 1")
+
+
+def cap_text(text: str, *, max_chars: int, max_lines: int | None = None) -> tuple[str, int]:
+    """`text` stripped and cut to `max_lines` lines, then to `max_chars` characters.
+
+    Each cut appends one marker line; returns the text and the number of cuts (0: unchanged).
+    """
+    body = text.strip()
+    markers: list[str] = []
+    if max_lines is not None:
+        lines = body.splitlines()
+        if len(lines) > max_lines:
+            body = "\n".join(lines[:max_lines])
+            markers.append(f"[truncated: first {max_lines} of {len(lines)} lines shown]")
+    if len(body) > max_chars:
+        markers.append(f"[truncated: first {max_chars} of {len(body)} characters shown]")
+        body = body[:max_chars]
+    return "\n".join([body, *markers]), len(markers)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sections:
+    static: tuple[str, ...]
+    dynamic: tuple[str, ...]
+    cuts: int
+
+
+def _section(key: str, texts: list[str], settings: BootstrapSettings) -> tuple[str | None, int]:
+    """One tagged section from the non-blank `texts` (layers, earlier first), capped per file."""
+    present = [t for t in texts if t.strip()]
+    if key in REPLACING:
+        present = present[-1:]
+    lines = settings.memory_max_lines if key == "memory" else None
+    capped = [cap_text(t, max_chars=settings.max_chars_per_file, max_lines=lines) for t in present]
+    if not capped:
+        return None, 0
+    body = "\n\n".join(text for text, _ in capped)
+    return f"<{TAGS[key]}>\n{body}\n</{TAGS[key]}>", sum(cuts for _, cuts in capped)
+
+
+def _collect(view: WorkspaceView, settings: BootstrapSettings) -> _Sections:
+    """Sections in their fixed order: static soul, agent; dynamic user, memory, session extras."""
+    session = view.session_files
+    plan = [(True, key, list(view.files.get(key, ()))) for key in STATIC_KEYS]
+    plan += [(False, key, [*view.files.get(key, ()), session.get(key, "")]) for key in DYNAMIC_KEYS]
+    plan += [(False, key, [session.get(key, "")]) for key in STATIC_KEYS]
+    static: list[str] = []
+    dynamic: list[str] = []
+    cuts = 0
+    for is_static, key, texts in plan:
+        section, n = _section(key, texts, settings)
+        if section is not None:
+            (static if is_static else dynamic).append(section)
+            cuts += n
+    return _Sections(static=tuple(static), dynamic=tuple(dynamic), cuts=cuts)
+
+
+def assemble_system(view: WorkspaceView, *, settings: BootstrapSettings) -> tuple[str, str]:
+    """The (static, dynamic) system text for `view`; ("", "") when the view has no content."""
+    static, dynamic, _ = _assemble(view, settings)
+    return static, dynamic
+
+
+def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> tuple[str, str, _Sections]:
+    found = _collect(view, settings)
+    if not found.static and not found.dynamic:
+        return "", "", found
+    notice = [TOOL_RESULT_NOTICE] if settings.tool_result_notice else []
+    return "\n\n".join([*found.static, *notice]), "\n\n".join(found.dynamic), found
+
+
+def run(draft: Draft, turn: Turn, *, settings: BootstrapSettings) -> tuple[Draft, StageReport]:
+    """Set the draft's static and dynamic system parts from `turn.workspace`.
+
+    Returns the draft unchanged when disabled or when the workspace has no content. The client's
+    own system messages are kept as they are; any static/dynamic set earlier is replaced.
+    """
+    if not settings.enabled:
+        return draft, StageReport(stage="bootstrap")
+    static, dynamic, found = _assemble(turn.workspace, settings)
+    if not static and not dynamic:
+        return draft, StageReport(stage="bootstrap")
+    system = SystemPrompt(static=static, client=draft.system.client, dynamic=dynamic)
+    counters = {
+        "static_chars": len(static),
+        "dynamic_chars": len(dynamic),
+        "sections": len(found.static) + len(found.dynamic),
+        "truncations": found.cuts,
+    }
+    return dataclasses.replace(draft, system=system), StageReport("bootstrap", counters=counters)
