@@ -1,0 +1,160 @@
+"""`FileWorkspace`: the bootstrap files of a tenant, read from disk and re-read only on change.
+
+Layers, lowest first: the managed directory (all tenants), the tenant's workspace, and the session
+layer `<workspace>/sessions/<session>/`. In each, only the allow-listed relative names of
+`ALLOWED_FILES` are ever opened. A name is resolved and refused when it escapes its layer's root
+(`..`, absolute, a symlink leading outside); the final open uses `O_NOFOLLOW` and `O_NONBLOCK`
+and only a regular file is read. A missing, unreadable or refused file is simply absent.
+
+At most `max_file_bytes` are read per file and decoded as UTF-8 with replacement. A file is re-read
+only when its (mtime_ns, size, inode) changes; `reads` counts actual opens (for tests and metrics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from proxy.types import WorkspaceView
+
+ALLOWED_FILES = (
+    ("soul", "soul.md"),
+    ("user", "user.md"),
+    ("agent", "agent.md"),
+    ("memory", "memory/MEMORY.md"),
+)
+SESSIONS_DIR = "sessions"
+SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+_Stamp = tuple[int, int, int]
+
+
+def resolve_inside(root: Path, relative: str) -> Path | None:
+    """`root/relative` with every symlink resolved, or None when it would leave `root`.
+
+    Refuses absolute names, any `..` component, an empty name and a NUL byte outright.
+    """
+    rel = PurePosixPath(relative)
+    if not relative or "\0" in relative or rel.is_absolute() or ".." in rel.parts:
+        return None
+    try:
+        base = root.resolve()
+        target = (base / rel).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return target if target != base and target.is_relative_to(base) else None
+
+
+def _stamp(st: os.stat_result) -> _Stamp:
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class FileWorkspace:
+    """A `WorkspaceSource` over directories; one instance per app, not thread-safe (one loop)."""
+
+    def __init__(
+        self,
+        *,
+        workspaces: Mapping[str, Path],
+        managed_dir: Path | None = None,
+        max_file_bytes: int = 64 * 1024,
+        max_cached_files: int = 4096,
+    ) -> None:
+        if max_file_bytes < 1 or max_cached_files < 1:
+            raise ValueError("max_file_bytes and max_cached_files must be at least 1")
+        self._workspaces = dict(workspaces)
+        self._managed = managed_dir
+        self._max_bytes = max_file_bytes
+        self._max_cached = max_cached_files
+        self._cache: dict[Path, tuple[_Stamp, str]] = {}
+        self.reads = 0
+
+    def view(self, tenant: str, session: str) -> WorkspaceView:
+        """The files of the managed and tenant layers and of the session layer, as read now.
+
+        An unknown tenant gets the managed layer only; an invalid session id no session layer.
+        """
+        workspace = self._workspaces.get(tenant)
+        files: dict[str, tuple[str, ...]] = {}
+        for root in (self._managed, workspace):
+            if root is not None:
+                for key, text in self._read_layer(root).items():
+                    files[key] = (*files.get(key, ()), text)
+        session_root = self._session_root(workspace, session)
+        session_files = self._read_layer(session_root) if session_root else {}
+        return WorkspaceView(
+            files=files, session_files=session_files, version=_version(files, session_files)
+        )
+
+    def _session_root(self, workspace: Path | None, session: str) -> Path | None:
+        if workspace is None or session in (".", "..") or not SESSION_ID.fullmatch(session):
+            return None
+        return resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
+
+    def _read_layer(self, root: Path) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, name in ALLOWED_FILES:
+            path = resolve_inside(root, name)
+            text = self._read(path) if path is not None else None
+            if text is not None:
+                out[key] = text
+        return out
+
+    def _read(self, path: Path) -> str | None:
+        """The cached text when the file's stamp is unchanged, else a fresh bounded read."""
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            self._cache.pop(path, None)
+            return None
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == _stamp(st):
+            return cached[1]
+        self._cache.pop(path, None)
+        loaded = self._load(path) if stat.S_ISREG(st.st_mode) else None
+        if loaded is None:
+            return None
+        if len(self._cache) >= self._max_cached:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[path] = loaded
+        return loaded[1]
+
+    def _load(self, path: Path) -> tuple[_Stamp, str] | None:
+        """Open without following a final symlink, check it is a regular file, read the cap."""
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError:
+            return None
+        self.reads += 1
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            chunks: list[bytes] = []
+            remaining = self._max_bytes
+            while remaining > 0 and (chunk := os.read(fd, remaining)):
+                chunks.append(chunk)
+                remaining -= len(chunk)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        text = b"".join(chunks).decode("utf-8", errors="replace").removeprefix("\ufeff")
+        return _stamp(st), text
+
+
+def _version(files: Mapping[str, tuple[str, ...]], session_files: Mapping[str, str]) -> str:
+    """A short digest of every text: equal contents give equal versions, in any process."""
+    payload = json.dumps([sorted(files.items()), sorted(session_files.items())])
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
