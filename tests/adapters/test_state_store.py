@@ -1,0 +1,169 @@
+"""One contract, two stores: the embedded one and Redis on a real server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis.asyncio as aioredis
+
+from proxy.adapters.memory_state import MemoryStore
+from proxy.adapters.redis_state import RedisStore
+from proxy.errors import StoreUnavailable
+from proxy.ports import StateStore
+from proxy.types import StoredCompaction
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(
+    request: pytest.FixtureRequest, redis_server: RedisServer, key_prefix: str
+) -> AsyncIterator[StateStore]:
+    made: StateStore
+    if request.param == "memory":
+        made = MemoryStore()
+    else:
+        made = RedisStore(redis_server.url, key_prefix=key_prefix)
+    yield made
+    await made.close()
+
+
+def compaction(prefix_hash: str = "abc", covers: int = 3) -> StoredCompaction:
+    summary = {"role": "user", "content": "[Conversation summary]\nfacts"}
+    return StoredCompaction(prefix_hash=prefix_hash, covers=covers, replacement=(summary,))
+
+
+async def test_new_session_loads_empty(store: StateStore) -> None:
+    state = await store.load("t1", "nobody")
+    assert dict(state.fields) == {} and dict(state.decisions) == {} and state.compactions == ()
+
+
+async def test_record_turn_sets_fields_adds_counters_and_decisions(store: StateStore) -> None:
+    for _ in range(2):
+        await store.record_turn(
+            "t1", "s1", fields={"model": "gpt-4o", "last_prompt_tokens": 900, "updated_at": 5.0},
+            counters={"requests": 1, "chars_pruned": 10}, decisions={"call_1": "cut"},
+        )
+    state = await store.load("t1", "s1")
+    assert state.fields["model"] == "gpt-4o"
+    assert state.int_field("last_prompt_tokens") == 900
+    assert state.int_field("requests") == 2 and state.int_field("chars_pruned") == 20
+    assert state.fields["tenant"] == "t1" and state.fields["session"] == "s1"
+    assert dict(state.decisions) == {"call_1": "cut"}
+
+
+async def test_sessions_are_scoped_by_tenant(store: StateStore) -> None:
+    await store.record_turn("t1", "same", fields={"model": "a"}, counters={}, decisions={})
+    await store.record_turn("t2", "same", fields={"model": "b"}, counters={}, decisions={})
+    assert (await store.load("t1", "same")).fields["model"] == "a"
+    assert (await store.load("t2", "same")).fields["model"] == "b"
+    listed = await store.list_sessions("t1", limit=10)
+    assert [row["tenant"] for row in listed] == ["t1"]
+    assert {row["tenant"] for row in await store.list_sessions(None, limit=10)} == {"t1", "t2"}
+
+
+async def test_lock_has_one_owner_and_fences_a_stale_writer(store: StateStore) -> None:
+    token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
+    assert token is not None
+    assert await store.acquire_lock("t1", "s1", ttl_ms=5_000) is None
+    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
+                                       lock_token="not-the-owner") is False
+    assert (await store.load("t1", "s1")).compactions == ()
+    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
+                                       lock_token=token) is True
+    await store.release_lock("t1", "s1", "not-the-owner")
+    assert await store.acquire_lock("t1", "s1", ttl_ms=5_000) is None
+    await store.release_lock("t1", "s1", token)
+    assert await store.acquire_lock("t1", "s1", ttl_ms=5_000) is not None
+
+
+async def test_expired_lock_cannot_save(store: StateStore) -> None:
+    token = await store.acquire_lock("t1", "s1", ttl_ms=50)
+    assert token is not None
+    await asyncio.sleep(0.15)
+    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
+                                       lock_token=token) is False
+
+
+async def test_saved_compaction_round_trips(store: StateStore) -> None:
+    token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
+    assert token
+    await store.archive("t1", "s1", orjson.dumps([{"role": "user", "content": "hi"}]))
+    assert await store.save_compaction("t1", "s1", compaction("h1", 7), snapshot_json=b"[1]",
+                                       lock_token=token)
+    (loaded,) = (await store.load("t1", "s1")).compactions
+    assert loaded == compaction("h1", 7)
+    await store.record_turn("t1", "s1", fields={"updated_at": 1.0}, counters={}, decisions={})
+    detail = await store.session_detail("t1", "s1")
+    assert detail is not None
+    assert detail["archive_entries"] == 1 and detail["snapshot_bytes"] == 3
+    assert detail["compactions"][0]["covers"] == 7
+
+
+async def test_outputs_are_per_tenant(store: StateStore) -> None:
+    await store.put_output("t1", "out1", "big text")
+    assert await store.get_output("t1", "out1") == "big text"
+    assert await store.get_output("t2", "out1") is None
+
+
+async def test_events_are_read_in_order_after_an_id(store: StateStore) -> None:
+    await store.emit_event({"kind": "request", "n": "1"})
+    first = await store.read_events("0-0", block_ms=0, count=10)
+    assert [e["n"] for _, e in first] == ["1"]
+    waiter = asyncio.ensure_future(store.read_events(first[-1][0], block_ms=2_000, count=10))
+    await asyncio.sleep(0.05)
+    await store.emit_event({"kind": "request", "n": "2"})
+    assert [e["n"] for _, e in await waiter] == ["2"]
+
+
+async def test_memory_store_archives_to_the_workspace(tmp_path: Path) -> None:
+    store = MemoryStore(archive_dir_for=lambda tenant: tmp_path / tenant / "sessions")
+    await store.archive("t1", "s1", b'[{"role":"user","content":"hi"}]')
+    line = (tmp_path / "t1" / "sessions" / "raw.jsonl").read_bytes()
+    assert orjson.loads(line)["messages"] == [{"role": "user", "content": "hi"}]
+    token = await store.acquire_lock("t1", "s1", ttl_ms=1_000)
+    assert token
+    await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]", lock_token=token)
+    assert (tmp_path / "t1" / "sessions" / "ctx-s1.json").read_bytes() == b"[]"
+
+
+async def test_redis_keys_follow_the_documented_layout_with_ttls(
+    redis_server: RedisServer, key_prefix: str
+) -> None:
+    store = RedisStore(redis_server.url, key_prefix=key_prefix, session_ttl_s=1000)
+    await store.record_turn("t1", "s1", fields={"model": "m"}, counters={"requests": 1},
+                            decisions={"c": "x"})
+    await store.archive("t1", "s1", b"[]")
+    await store.put_output("t1", "o1", "text")
+    await store.emit_event({"kind": "request"})
+    raw = aioredis.Redis.from_url(redis_server.url)
+    keys = sorted(k.decode() for k in await raw.keys(f"{key_prefix}*"))
+    assert keys == sorted([
+        f"{key_prefix}{{t1:s1}}:state", f"{key_prefix}{{t1:s1}}:decisions",
+        f"{key_prefix}{{t1:s1}}:raw", f"{key_prefix}{{t1}}:output:o1",
+        f"{key_prefix}{{t1}}:sessions", f"{key_prefix}tenants", f"{key_prefix}events",
+    ])
+    for key in keys:
+        assert 0 < await raw.ttl(key) <= 1000, key
+    assert (await raw.hgetall(f"{key_prefix}{{t1:s1}}:state"))[b"requests"] == b"1"
+    await raw.aclose()
+    await store.close()
+
+
+async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
+    server = RedisServer()
+    store = RedisStore(server.url, breaker_s=0.2)
+    with pytest.raises(StoreUnavailable):
+        await store.load("t1", "s1")
+    assert store.degraded
+    server.start()
+    try:
+        await asyncio.sleep(0.25)
+        assert await store.ping()
+        assert (await store.load("t1", "s1")).fields == {}
+    finally:
+        await store.close()
+        server.stop()

@@ -1,0 +1,33 @@
+"""Suite-wide fixtures: a real Redis server of our own, a clean environment."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A fresh key prefix per test, so tests share one server without seeing each other."""
+    return f"t{uuid.uuid4().hex[:12]}:"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's own keys or ctxproxy settings."""
+    for name in list(os.environ):
+        if name.startswith(("CTXPROXY_", "OPENAI_", "ANTHROPIC_")):
+            monkeypatch.delenv(name, raising=False)
