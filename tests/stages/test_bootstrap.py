@@ -1,0 +1,205 @@
+"""Bootstrap stage: caps, markers, missing files, tag order, layering, static stability."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from proxy.stages.bootstrap import (
+    TOOL_RESULT_NOTICE,
+    BootstrapSettings,
+    assemble_system,
+    cap_text,
+    run,
+)
+from proxy.types import Draft, SystemPrompt, WorkspaceView
+from tests.factories import draft, system, turn, user
+
+NOTICE = "\n\n" + TOOL_RESULT_NOTICE
+PLAIN = BootstrapSettings(tool_result_notice=False)
+
+
+def view(session: dict[str, str] | None = None, **files: tuple[str, ...]) -> WorkspaceView:
+    return WorkspaceView(files=files, session_files=session or {})
+
+
+@pytest.mark.parametrize(
+    ("text", "max_chars", "max_lines", "expected", "cuts"),
+    [
+        ("hello", 5, None, "hello", 0),
+        ("  hello\n\n", 5, None, "hello", 0),
+        ("hello!", 5, None, "hello\n[truncated: first 5 of 6 characters shown]", 1),
+        ("a\nb\nc", 100, 3, "a\nb\nc", 0),
+        ("a\nb\nc\nd", 100, 2, "a\nb\n[truncated: first 2 of 4 lines shown]", 1),
+        (
+            "aaaa\nbbbb\ncccc",
+            6,
+            2,
+            "aaaa\nb\n[truncated: first 2 of 3 lines shown]\n"
+            "[truncated: first 6 of 9 characters shown]",
+            2,
+        ),
+    ],
+)
+def test_cap_text_cuts_lines_then_chars_with_a_marker_per_cut(
+    text: str, max_chars: int, max_lines: int | None, expected: str, cuts: int
+) -> None:
+    assert cap_text(text, max_chars=max_chars, max_lines=max_lines) == (expected, cuts)
+
+
+def test_assemble_puts_soul_agent_notice_static_and_user_memory_dynamic() -> None:
+    v = view(soul=("S\n",), user=("U\n",), agent=("A\n",), memory=("- 2026-11-28: M\n",))
+    static, dynamic = assemble_system(v, settings=BootstrapSettings())
+    assert static == "<soul>\nS\n</soul>\n\n<agent>\nA\n</agent>" + NOTICE
+    assert dynamic == (
+        "<user_profile>\nU\n</user_profile>\n\n<memory_index>\n- 2026-11-28: M\n</memory_index>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "static", "dynamic"),
+    [
+        ({"soul": ("S",)}, "<soul>\nS\n</soul>", ""),
+        ({"agent": ("A",)}, "<agent>\nA\n</agent>", ""),
+        ({"user": ("U",)}, "", "<user_profile>\nU\n</user_profile>"),
+        ({"memory": ("M",)}, "", "<memory_index>\nM\n</memory_index>"),
+        ({"soul": (" \n",), "memory": ("M",)}, "", "<memory_index>\nM\n</memory_index>"),
+        ({"soul": ("S",), "unknown": ("X",)}, "<soul>\nS\n</soul>", ""),
+    ],
+)
+def test_missing_or_blank_files_add_no_section(
+    files: dict[str, tuple[str, ...]], static: str, dynamic: str
+) -> None:
+    assert assemble_system(WorkspaceView(files=files), settings=PLAIN) == (static, dynamic)
+
+
+@pytest.mark.parametrize(
+    ("files", "session", "static", "dynamic"),
+    [
+        ({"soul": ("managed", "tenant")}, {}, "<soul>\ntenant\n</soul>", ""),
+        ({"soul": ("managed", "")}, {}, "<soul>\nmanaged\n</soul>", ""),
+        ({"agent": ("m", "t")}, {}, "<agent>\nm\n\nt\n</agent>", ""),
+        ({"user": ("m", "t")}, {}, "", "<user_profile>\nt\n</user_profile>"),
+        ({"user": ("m", "t")}, {"user": "s"}, "", "<user_profile>\ns\n</user_profile>"),
+        ({"memory": ("m", "t")}, {}, "", "<memory_index>\nm\n\nt\n</memory_index>"),
+        ({"memory": ("t",)}, {"memory": "s"}, "", "<memory_index>\nt\n\ns\n</memory_index>"),
+        (
+            {"soul": ("t",), "agent": ("a",)},
+            {"soul": "ss", "agent": "sa"},
+            "<soul>\nt\n</soul>\n\n<agent>\na\n</agent>",
+            "<soul>\nss\n</soul>\n\n<agent>\nsa\n</agent>",
+        ),
+        (
+            {"user": ("u",), "memory": ("m",)},
+            {"agent": "sa", "soul": "ss"},
+            "",
+            "<user_profile>\nu\n</user_profile>\n\n<memory_index>\nm\n</memory_index>"
+            "\n\n<soul>\nss\n</soul>\n\n<agent>\nsa\n</agent>",
+        ),
+    ],
+)
+def test_layering_replaces_soul_and_user_and_extends_agent_and_memory(
+    files: dict[str, tuple[str, ...]], session: dict[str, str], static: str, dynamic: str
+) -> None:
+    v = WorkspaceView(files=files, session_files=session)
+    assert assemble_system(v, settings=PLAIN) == (static, dynamic)
+
+
+def test_each_layer_is_capped_separately_with_a_visible_marker() -> None:
+    settings = BootstrapSettings(max_chars_per_file=4, tool_result_notice=False)
+    static, _ = assemble_system(view(agent=("abcdef", "xyz")), settings=settings)
+    assert static == "<agent>\nabcd\n[truncated: first 4 of 6 characters shown]\n\nxyz\n</agent>"
+
+
+def test_default_caps_are_2000_chars_and_200_memory_lines() -> None:
+    memory = "\n".join(f"- {i}" for i in range(250))
+    static, dynamic = assemble_system(view(soul=("x" * 2500,), memory=(memory,)), settings=PLAIN)
+    marker = "[truncated: first 2000 of 2500 characters shown]"
+    assert static == "<soul>\n" + "x" * 2000 + "\n" + marker + "\n</soul>"
+    kept = "\n".join(f"- {i}" for i in range(200))
+    marker = "[truncated: first 200 of 250 lines shown]"
+    assert dynamic == "<memory_index>\n" + kept + "\n" + marker + "\n</memory_index>"
+
+
+def test_static_part_is_byte_identical_when_user_memory_or_session_change() -> None:
+    base = {"soul": ("S",), "agent": ("m", "t")}
+    first = WorkspaceView(files={**base, "user": ("Maya",), "memory": ("- a",)})
+    second = WorkspaceView(
+        files={**base, "user": ("Maya, now in Porto",), "memory": ("- a", "- b")},
+        session_files={"user": "other", "soul": "session soul", "agent": "session rule"},
+    )
+    static1, dynamic1 = assemble_system(first, settings=BootstrapSettings())
+    static2, dynamic2 = assemble_system(second, settings=BootstrapSettings())
+    assert static1.encode() == static2.encode()
+    assert dynamic1 != dynamic2
+
+
+def test_notice_is_the_last_static_paragraph_when_enabled_and_absent_otherwise() -> None:
+    v = view(user=("U",))
+    assert assemble_system(v, settings=BootstrapSettings()) == (
+        TOOL_RESULT_NOTICE,
+        "<user_profile>\nU\n</user_profile>",
+    )
+    assert assemble_system(v, settings=PLAIN)[0] == ""
+
+
+def test_empty_view_assembles_nothing_not_even_the_notice() -> None:
+    assert assemble_system(WorkspaceView(), settings=BootstrapSettings()) == ("", "")
+
+
+def _client_draft() -> Draft:
+    return draft([system("client rules"), user("hi")], temperature=0)
+
+
+def test_run_sets_static_and_dynamic_and_keeps_everything_else() -> None:
+    d = _client_draft()
+    before = copy.deepcopy(d)
+    t = turn(workspace=view(soul=("S",), user=("U",)))
+    out, report = run(d, t, settings=BootstrapSettings())
+    assert d == before
+    assert out.system == SystemPrompt(
+        static="<soul>\nS\n</soul>" + NOTICE,
+        client=({"role": "system", "content": "client rules"},),
+        dynamic="<user_profile>\nU\n</user_profile>",
+    )
+    assert out.body is d.body and out.messages is d.messages
+    assert report.stage == "bootstrap"
+    assert dict(report.counters) == {
+        "static_chars": len(out.system.static),
+        "dynamic_chars": len(out.system.dynamic),
+        "sections": 2,
+        "truncations": 0,
+    }
+
+
+def test_run_counts_truncations() -> None:
+    t = turn(workspace=view(soul=("abcdef",), memory=("a\nb\nc",)))
+    settings = BootstrapSettings(max_chars_per_file=3, memory_max_lines=2)
+    _, report = run(_client_draft(), t, settings=settings)
+    assert report.counters["truncations"] == 2
+
+
+@pytest.mark.parametrize(
+    ("settings", "workspace"),
+    [
+        (BootstrapSettings(enabled=False), view(soul=("S",))),
+        (BootstrapSettings(), WorkspaceView()),
+        (BootstrapSettings(), view(soul=("",), user=(" \n",))),
+    ],
+)
+def test_run_returns_the_draft_unchanged_when_disabled_or_empty(
+    settings: BootstrapSettings, workspace: WorkspaceView
+) -> None:
+    d = _client_draft()
+    before = copy.deepcopy(d)
+    out, report = run(d, turn(workspace=workspace), settings=settings)
+    assert out is d
+    assert d == before
+    assert report.stage == "bootstrap" and not report.counters and not report.skipped
+
+
+@pytest.mark.parametrize("kw", [{"max_chars_per_file": 0}, {"memory_max_lines": 0}])
+def test_settings_reject_non_positive_caps(kw: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match="bootstrap"):
+        BootstrapSettings(**kw)  # type: ignore[arg-type]
