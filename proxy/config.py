@@ -1,0 +1,168 @@
+"""Load and validate the TOML config (DESIGN §5). The only module that reads the environment,
+and it takes `environ` as a parameter.
+
+Every key is checked once at start-up: an unknown key, a wrong type or a bad value raises
+`ConfigError` naming the key and the file. Paths are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from proxy.config_tables import build_table, expect_table
+from proxy.errors import ConfigError
+from proxy.settings import (
+    ServerSettings,
+    Settings,
+    StoreSettings,
+    TenantSettings,
+    UpstreamSettings,
+)
+
+TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache")
+
+
+def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
+    """Settings from `path` (or `CTXPROXY_CONFIG`, or built-in defaults), then env overrides."""
+    if path is None and environ.get("CTXPROXY_CONFIG"):
+        path = Path(environ["CTXPROXY_CONFIG"])
+    settings = default_settings(environ) if path is None else _from_file(path, environ)
+    return _with_env_overrides(settings, environ)
+
+
+def default_settings(environ: Mapping[str, str]) -> Settings:
+    """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`."""
+    upstream = UpstreamSettings(
+        name="openai",
+        base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+        api_key=environ.get("OPENAI_API_KEY") or None,
+    )
+    tenant = TenantSettings(workspace=Path("config/workspaces/default").resolve())
+    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
+
+
+def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
+    file = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", key="<file>", file=file) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", key="<file>", file=file) from exc
+    unknown = set(raw) - {"server", "store", "upstreams", "tenants"}
+    if unknown:
+        raise ConfigError("unknown section", key=sorted(unknown)[0], file=file)
+    base = path.resolve().parent
+    server = build_table(ServerSettings, raw.get("server", {}), "server", file)
+    for digest in server.admin_keys:
+        _check_digest(digest, "server.admin_keys", file)
+    store = build_table(StoreSettings, raw.get("store", {}), "store", file)
+    _check_store_url(store.url, file)
+    upstreams = {
+        name: _upstream(name, table, environ, file)
+        for name, table in expect_table(raw.get("upstreams", {}), "upstreams", file).items()
+    }
+    if not upstreams:
+        upstreams = dict(default_settings(environ).upstreams)
+    tenants = {
+        name: _tenant(name, table, upstreams, base, file)
+        for name, table in expect_table(raw.get("tenants", {}), "tenants", file).items()
+    }
+    if not tenants:
+        raise ConfigError("at least one tenant is required", key="tenants", file=file)
+    return Settings(server=server, store=store, upstreams=upstreams, tenants=tenants, source=file)
+
+
+def _upstream(name: str, table: Any, environ: Mapping[str, str], file: str) -> UpstreamSettings:
+    where = f"upstreams.{name}"
+    table = expect_table(table, where, file)
+    kind = table.get("kind", "openai")
+    defaults = UpstreamSettings(name=name)
+    if kind == "anthropic":
+        defaults = replace(
+            defaults,
+            kind="anthropic",
+            base_url="https://api.anthropic.com",
+            api_key_env="ANTHROPIC_API_KEY",
+            cache_style="anthropic",
+        )
+    allowed = {f.name for f in fields(UpstreamSettings)} - {"name", "api_key"}
+    upstream = build_table(UpstreamSettings, table, where, file, base=defaults, allowed=allowed)
+    if upstream.kind not in ("openai", "anthropic"):
+        raise ConfigError('must be "openai" or "anthropic"', key=f"{where}.kind", file=file)
+    if upstream.cache_style not in ("openai", "anthropic", "none"):
+        raise ConfigError(
+            "must be openai, anthropic or none", key=f"{where}.cache_style", file=file
+        )
+    if not re.match(r"^https?://", upstream.base_url):
+        raise ConfigError("must be an http(s) URL", key=f"{where}.base_url", file=file)
+    return replace(upstream, api_key=environ.get(upstream.api_key_env) or None)
+
+
+def _tenant(
+    name: str, table: Any, upstreams: Mapping[str, UpstreamSettings], base: Path, file: str
+) -> TenantSettings:
+    where = f"tenants.{name}"
+    if not TENANT_NAME.match(name):
+        raise ConfigError("tenant names are 1-64 of [A-Za-z0-9_-]", key=where, file=file)
+    table = dict(expect_table(table, where, file))
+    stages = {stage: table.pop(stage, {}) for stage in STAGES}
+    allowed = {f.name for f in fields(TenantSettings)} - {"name", *STAGES}
+    tenant = build_table(TenantSettings, table, where, file, allowed=allowed)
+    for digest in tenant.keys:
+        _check_digest(digest, f"{where}.keys", file)
+    if tenant.upstream not in upstreams:
+        raise ConfigError(
+            f"names no [upstreams.{tenant.upstream}]", key=f"{where}.upstream", file=file
+        )
+    built = {
+        stage: build_table(type(getattr(tenant, stage)), stages[stage], f"{where}.{stage}", file)
+        for stage in STAGES
+    }
+    summarizer = built["compact"].summarizer_upstream
+    if summarizer is not None and summarizer not in upstreams:
+        raise ConfigError(
+            f"names no [upstreams.{summarizer}]",
+            key=f"{where}.compact.summarizer_upstream",
+            file=file,
+        )
+    workspace = tenant.workspace if tenant.workspace.is_absolute() else base / tenant.workspace
+    return replace(tenant, name=name, workspace=workspace.resolve(), **built)
+
+
+def _check_digest(value: str, key: str, file: str) -> None:
+    if not DIGEST.match(value):
+        raise ConfigError(
+            "must be sha256 hex digests (see `ctxproxy keys hash`)", key=key, file=file
+        )
+
+
+def _check_store_url(url: str, file: str) -> None:
+    if not re.match(r"^(memory://|rediss?://|unix://)", url):
+        raise ConfigError(
+            "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
+        )
+
+
+def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    server, store = settings.server, settings.store
+    if environ.get("CTXPROXY_HOST"):
+        server = replace(server, host=environ["CTXPROXY_HOST"])
+    if environ.get("CTXPROXY_PORT"):
+        try:
+            server = replace(server, port=int(environ["CTXPROXY_PORT"]))
+        except ValueError as exc:
+            raise ConfigError(
+                "must be an integer", key="CTXPROXY_PORT", file="<environment>"
+            ) from exc
+    if environ.get("CTXPROXY_STORE_URL"):
+        _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")
+        store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+    return replace(settings, server=server, store=store)
