@@ -1,0 +1,227 @@
+"""Tool-result budgets: cap every tool result, the recent ones too (DESIGN §3).
+
+Rules, in order, for each `role: "tool"` message (its text: a string as is, text parts joined by
+newlines, any other content as JSON):
+1. A `<persisted-output>` block (this stage's own output) is left alone.
+2. Text over `persist_over_chars` is persisted first, since that loses nothing: the content
+   becomes a `<persisted-output>` block (original size, output id, fetch line, the first
+   `preview_bytes` bytes cut on a UTF-8 boundary) and the full text goes to `report.outputs[id]`
+   for the shell to store. The id is the sha256 of the text (32 hex), so one history always
+   renders byte-identically.
+3. Error output (matches `error_pattern`) over twice `error_head_tail_chars` keeps that many
+   characters of head and of tail, with a `[N lines truncated]` line between.
+4. Output of a `command_tools` tool (named by the assistant call with that id) still over
+   `command_max_chars` keeps head and tail (or head only) within `command_max_chars`.
+5. All results answering one assistant message together stay within `per_turn_max_chars`: the
+   largest (first on ties) are persisted, from their full original text, until the rest fit.
+Cut text always fits its limit again, so the stage is idempotent. A changed message becomes a string
+(or a single text part, when a part carried the client's `cache_control`); other keys are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import orjson
+
+from proxy.types import Draft, Message, StageReport, Turn
+
+DEFAULT_ERROR_PATTERN = (
+    r"(?im)^(?:Traceback \(most recent call last\)|(?:\w*error|fatal|panic)(?:\[\w+\])?:"
+    r"|exit (?:code|status):? *[1-9])"
+    r'|"is_error"\s*:\s*true|<tool_use_error>'
+)
+PERSISTED_OPEN = "<persisted-output"
+PERSISTED_CLOSE = "</persisted-output>"
+_MARKER_RESERVE = 64
+"""Room left for the `[N lines truncated]` line, so cut text stays within its limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSettings:
+    enabled: bool = True
+    persist_over_chars: int = 50_000
+    preview_bytes: int = 2_000
+    command_tools: tuple[str, ...] = ("bash", "shell")
+    command_max_chars: int = 30_000
+    command_keep: Literal["head_tail", "head"] = "head_tail"
+    error_pattern: str = DEFAULT_ERROR_PATTERN
+    error_head_tail_chars: int = 5_000
+    per_turn_max_chars: int = 200_000
+
+
+def content_text(content: Any) -> str:
+    """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(_is_text_part(p) for p in content):
+        return "\n".join(part["text"] for part in content)
+    return orjson.dumps(content).decode()
+
+
+def _is_text_part(part: Any) -> bool:
+    return (
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    )
+
+
+def with_text(message: Message, text: str) -> Message:
+    """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
+    content = message.get("content")
+    marks = (
+        [p["cache_control"] for p in content if isinstance(p, dict) and "cache_control" in p]
+        if isinstance(content, list)
+        else []
+    )
+    out = dict(message)
+    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
+    return out
+
+
+def output_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
+    """(output id, block). The block's first three lines are its header; the preview follows."""
+    oid = output_id(text)
+    preview = text.encode("utf-8", "surrogatepass")[:preview_bytes].decode("utf-8", "ignore")
+    block = (
+        f'{PERSISTED_OPEN} id="{oid}" chars="{len(text)}">\n'
+        f"Output too large ({len(text)} chars), stored in full: GET /v1/ctx/outputs/{oid}\n"
+        f"Preview (first {preview_bytes} bytes):\n{preview}\n{PERSISTED_CLOSE}"
+    )
+    return oid, block
+
+
+def is_persisted(text: str) -> bool:
+    return text.startswith(PERSISTED_OPEN) and text.endswith(PERSISTED_CLOSE)
+
+
+def cut_lines(text: str, *, head: int, tail: int) -> str:
+    """`head` chars + `[N lines truncated]` + `tail` chars, on line ends where that costs < half."""
+    first, last = text[:head], text[len(text) - tail :] if tail else ""
+    newline = first.rfind("\n")
+    if newline >= head // 2:
+        first = first[: newline + 1]
+    newline = last.find("\n")
+    if 0 <= newline < tail // 2:
+        last = last[newline + 1 :]
+    middle = text[len(first) : len(text) - len(last)]
+    lines = middle.count("\n") + (0 if middle.endswith("\n") else 1)
+    sep = "" if first.endswith("\n") or not first else "\n"
+    return f"{first}{sep}[{lines} lines truncated]" + (f"\n{last}" if last else "")
+
+
+def _cut_once(text: str, *, command: bool, settings: BudgetSettings) -> str:
+    keep = settings.error_head_tail_chars
+    if len(text) > 2 * keep + _MARKER_RESERVE and re.search(settings.error_pattern, text):
+        text = cut_lines(text, head=keep, tail=keep)
+    room = max(settings.command_max_chars - _MARKER_RESERVE, 0)
+    if command and len(text) > settings.command_max_chars:
+        if settings.command_keep == "head":
+            return cut_lines(text, head=room, tail=0)
+        text = cut_lines(text, head=room - room // 2, tail=room // 2)
+    return text
+
+
+def cut_result_text(text: str, *, command: bool, settings: BudgetSettings) -> str:
+    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again)."""
+    while (cut := _cut_once(text, command=command, settings=settings)) != text:
+        text = cut
+    return text
+
+
+def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                names[str(call.get("id"))] = str(call["function"].get("name"))
+    return names
+
+
+def _result_groups(messages: Sequence[Message]) -> list[list[int]]:
+    """Indices of consecutive tool messages: the results answering one assistant message."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            current.append(index)
+        elif current:
+            groups.append(current)
+            current = []
+    return [*groups, current] if current else groups
+
+
+def apply_budgets(
+    messages: Sequence[Message], *, settings: BudgetSettings
+) -> tuple[list[Message], StageReport]:
+    """Apply the rules above to every tool message; the input is never mutated.
+
+    Returns the new list (unchanged messages are the same objects) and a report whose `outputs`
+    holds every persisted text by id. Returns the messages as they are when `enabled` is false.
+    """
+    out = list(messages)
+    if not settings.enabled:
+        return out, StageReport(stage="budgets")
+    names = _tool_names(messages)
+    commands = set(settings.command_tools)
+    texts: dict[int, str] = {}
+    outputs: dict[str, str] = {}
+    for group in _result_groups(messages):
+        for index in group:
+            text = content_text(messages[index].get("content"))
+            if is_persisted(text):
+                continue
+            texts[index] = text
+            if len(text) > settings.persist_over_chars:
+                oid, new = persisted_block(text, preview_bytes=settings.preview_bytes)
+                outputs[oid] = text
+            else:
+                command = names.get(str(messages[index].get("tool_call_id"))) in commands
+                new = cut_result_text(text, command=command, settings=settings)
+            if new != text:
+                out[index] = with_text(messages[index], new)
+        _fit_turn(out, group, texts, outputs, settings=settings)
+    return out, StageReport(stage="budgets", counters=_count(out, texts), outputs=outputs)
+
+
+def _fit_turn(
+    out: list[Message],
+    group: list[int],
+    texts: dict[int, str],
+    outputs: dict[str, str],
+    *,
+    settings: BudgetSettings,
+) -> None:
+    """Rule 5: persist the group's largest results (full original text) until the rest fit."""
+    sizes = {i: len(content_text(out[i].get("content"))) for i in group}
+    for index in sorted((i for i in group if i in texts), key=lambda i: (-sizes[i], i)):
+        if sum(sizes.values()) <= settings.per_turn_max_chars:
+            return
+        oid, block = persisted_block(texts[index], preview_bytes=settings.preview_bytes)
+        if len(block) < sizes[index] and not is_persisted(content_text(out[index].get("content"))):
+            outputs[oid] = texts[index]
+            out[index] = with_text(out[index], block)
+            sizes[index] = len(block)
+
+
+def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
+    counts = {"persisted": 0, "truncated": 0, "chars_saved": 0}
+    for index, text in texts.items():
+        new = content_text(out[index].get("content"))
+        if new != text:
+            counts["persisted" if is_persisted(new) else "truncated"] += 1
+            counts["chars_saved"] += len(text) - len(new)
+    return counts
+
+
+def run(draft: Draft, turn: Turn, *, settings: BudgetSettings) -> tuple[Draft, StageReport]:
+    """The pipeline entry: `apply_budgets` over the draft's history. `turn` is not needed."""
+    messages, report = apply_budgets(draft.messages, settings=settings)
+    return replace(draft, messages=tuple(messages)), report
