@@ -1,0 +1,196 @@
+"""Pruning: shorten old tool results, with sticky decisions (DESIGN §3, Pruning).
+
+Only `role: "tool"` messages are touched, in this order:
+1. Replay: a decision stored for a message's `tool_call_id` replaces its content byte-for-byte,
+   wherever the message is and whatever the settings: the provider has already seen it that way,
+   so replaying keeps its cached prefix (and the client's) intact.
+2. Kept whole: the newest `recent_keep` tool results, results of `exclude_tools`, everything at or
+   before the client's last `cache_control` marker (on a message or on one of its content parts),
+   results without a `tool_call_id` (no decision could be stored) and already pruned text.
+3. Candidates: text longer than `max_chars` keeps its first `keep_chars` characters plus
+   `...(truncated, original: N chars)`, N being the text's length. A `<persisted-output>` block
+   (from the budgets stage) keeps its three header lines, so its id and fetch line survive, and
+   only its preview is cut, then the block is closed again. A cut that saves nothing is dropped.
+4. Batch: candidates are taken all together, and only when their savings reach
+   `min_savings_chars` and the cache is cold anyway (`when_cache_cold_s` unset, the last request
+   unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell to store.
+Text is a string as is, text parts joined by newlines, any other content compact JSON. A changed
+message gets a string content (a single text part when a part carried `cache_control`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from proxy.types import Draft, Message, StageReport, Turn
+
+PERSISTED_OPEN = "<persisted-output"
+PERSISTED_CLOSE = "</persisted-output>"
+_PERSISTED_HEADER_LINES = 3
+_PRUNED = re.compile(r"\.\.\.\(truncated, original: \d+ chars\)(?:\n</persisted-output>)?\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class PruneSettings:
+    enabled: bool = True
+    recent_keep: int = 2
+    max_chars: int = 300
+    keep_chars: int = 200
+    min_savings_chars: int = 0
+    when_cache_cold_s: float | None = None
+    exclude_tools: tuple[str, ...] = ()
+
+
+def content_text(content: Any) -> str:
+    """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(_is_text_part(p) for p in content):
+        return "\n".join(part["text"] for part in content)
+    return orjson.dumps(content).decode()
+
+
+def _is_text_part(part: Any) -> bool:
+    return (
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    )
+
+
+def with_text(message: Message, text: str) -> Message:
+    """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
+    marks = [p["cache_control"] for p in parts if isinstance(p, dict) and "cache_control" in p]
+    out = dict(message)
+    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
+    return out
+
+
+def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
+    """The cut form of an old result's text, or None when it stays whole (rule 3)."""
+    if len(text) <= settings.max_chars or _PRUNED.search(text[-80:]):
+        return None
+    marker = f"...(truncated, original: {len(text)} chars)"
+    if text.startswith(PERSISTED_OPEN) and text.endswith(PERSISTED_CLOSE):
+        lines = text.split("\n", _PERSISTED_HEADER_LINES)
+        if len(lines) <= _PERSISTED_HEADER_LINES:
+            return None
+        header = "\n".join(lines[:_PERSISTED_HEADER_LINES])
+        preview = lines[-1].removesuffix(PERSISTED_CLOSE).removesuffix("\n")
+        cut = f"{header}\n{preview[: settings.keep_chars]}{marker}\n{PERSISTED_CLOSE}"
+    else:
+        cut = text[: settings.keep_chars] + marker
+    return cut if len(cut) < len(text) else None
+
+
+def has_cache_control(message: Message) -> bool:
+    """True when the message, or one of its content parts, carries a `cache_control` key."""
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
+    return "cache_control" in message or any(
+        isinstance(p, dict) and "cache_control" in p for p in parts
+    )
+
+
+def _cache_cold(settings: PruneSettings, now: float, last_request_at: float | None) -> bool:
+    if settings.when_cache_cold_s is None or last_request_at is None:
+        return True
+    return now - last_request_at >= settings.when_cache_cold_s
+
+
+def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                names[str(call.get("id"))] = str(call["function"].get("name"))
+    return names
+
+
+def _candidates(messages: Sequence[Message], *, settings: PruneSettings) -> dict[int, str]:
+    """Index -> cut text of every result that rules 2 and 3 allow to shrink (no replays)."""
+    names = _tool_names(messages)
+    tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
+    marked = [i for i, m in enumerate(messages) if has_cache_control(m)]
+    boundary = marked[-1] if marked else -1
+    found: dict[int, str] = {}
+    for index in tools:
+        call_id = messages[index].get("tool_call_id")
+        if index in recent or index <= boundary or not isinstance(call_id, str):
+            continue
+        if names.get(call_id) in settings.exclude_tools:
+            continue
+        cut = pruned_text(content_text(messages[index].get("content")), settings=settings)
+        if cut is not None:
+            found[index] = cut
+    return found
+
+
+def _replay(out: list[Message], decisions: Mapping[str, str]) -> dict[str, int]:
+    """Rule 1, in place on the copied list `out`; the counters so far."""
+    counts = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
+    for index, message in enumerate(out):
+        stored = decisions.get(str(message.get("tool_call_id")))
+        if message.get("role") != "tool" or stored is None:
+            continue
+        if (new := with_text(message, stored)) != message:
+            out[index] = new
+            counts["replayed"] += 1
+            counts["chars_pruned"] += len(content_text(message.get("content"))) - len(stored)
+    return counts
+
+
+def prune_tool_results(
+    messages: Sequence[Message],
+    *,
+    settings: PruneSettings,
+    decisions: Mapping[str, str],
+    now: float,
+    last_request_at: float | None,
+) -> tuple[list[Message], StageReport]:
+    """Replay stored decisions and take a batch of new ones (rules above); never mutates input.
+
+    `decisions` maps tool_call_id -> stored content; `last_request_at` None means unknown. Counters:
+    chars_pruned (replays and new cuts), pruned (new), replayed, deferred (held back by batching).
+    Returns the messages as they are when `enabled` is false.
+    """
+    out = list(messages)
+    if not settings.enabled:
+        return out, StageReport(stage="prune")
+    counts = _replay(out, decisions)
+    found = {
+        index: cut
+        for index, cut in _candidates(messages, settings=settings).items()
+        if str(messages[index].get("tool_call_id")) not in decisions
+    }
+    savings = sum(len(content_text(messages[i].get("content"))) - len(c) for i, c in found.items())
+    cold = _cache_cold(settings, now, last_request_at)
+    if not found or savings < settings.min_savings_chars or not cold:
+        counts["deferred"] = len(found)
+        return out, StageReport(stage="prune", counters=counts)
+    taken: dict[str, str] = {}
+    for index, cut in found.items():
+        out[index] = with_text(messages[index], cut)
+        taken[str(messages[index]["tool_call_id"])] = cut
+    counts["pruned"] = len(found)
+    counts["chars_pruned"] += savings
+    return out, StageReport(stage="prune", counters=counts, decisions=taken)
+
+
+def run(draft: Draft, turn: Turn, *, settings: PruneSettings) -> tuple[Draft, StageReport]:
+    """The pipeline entry: decisions from the session state; `updated_at` 0 means unknown."""
+    last = turn.state.float_field("updated_at")
+    messages, report = prune_tool_results(
+        draft.messages,
+        settings=settings,
+        decisions=turn.state.decisions,
+        now=turn.now,
+        last_request_at=last if last > 0 else None,
+    )
+    return replace(draft, messages=tuple(messages)), report
