@@ -1,0 +1,192 @@
+"""Pre-flight validation: the body that leaves the proxy is one its upstream accepts.
+
+Checked (DESIGN §3, Pre-flight validation):
+- tool pairing: after an assistant message with `tool_calls` comes one contiguous block of `tool`
+  messages, one per call; a `tool` message anywhere else (or a second answer to a call) is an
+  orphan, a call without an answer in its block is unanswered;
+- no `system`/`developer` message after the first message of another role;
+- at most 4 `cache_control` markers in the whole body, and none of ours when not allowed.
+
+Who caused a violation is decided by identity against `client_messages` (what the client sent):
+an orphan or an unanswered call is the client's when the client's own messages have the same
+fault for the same `tool_call_id`; a late system message is the client's when the client sent an
+identical message (canonical JSON) late too; a marker is the client's when the client sent a marker
+with the same `cache_control` on the same text (a part's `text`, or a message's string content or
+last part: a message-level marker may have moved onto that part), each client marker matching at
+most one, earliest first. Markers outside `messages` (tools, top level) are always the client's.
+The client's violations pass through untouched (counted in `client_violations`); ours are repaired
+and counted in `repairs`: orphans dropped, unanswered calls given a placeholder result at the end
+of their block, late system messages turned into `user` messages where they stand, and our markers
+removed newest first until 4 remain (all of ours when markers are not allowed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+import orjson
+
+from proxy.pipeline import SYSTEM_ROLES, body_with_messages
+from proxy.types import JSON, Message, StageReport
+
+MAX_BREAKPOINTS = 4
+PLACEHOLDER = "[no result: this tool call was not answered]"
+
+Path: TypeAlias = tuple[str | int, ...]
+_Faults: TypeAlias = tuple[list[int], list[tuple[int, Any]]]
+
+
+def validate_request(
+    body: JSON, *, client_messages: Sequence[Message], allow_cache_control: bool
+) -> tuple[JSON, StageReport]:
+    """The body with the proxy's own violations repaired; does nothing to a valid body or to what
+    the client sent. Never mutates `body` or `client_messages`."""
+    counts: Counter[str] = Counter()
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        fixed = _repair_pairing(messages, client_messages, counts)
+        fixed = _repair_late_system(fixed, client_messages, counts)
+        if fixed is not messages:
+            body = body_with_messages(body, fixed)
+    body = _repair_markers(body, client_messages, allow=allow_cache_control, counts=counts)
+    counters = {"repairs": sum(n for k, n in counts.items() if k != "client_violations"), **counts}
+    return body, StageReport(stage="validate", counters=counters)
+
+
+def _pairing_faults(messages: Sequence[Message]) -> _Faults:
+    """(indexes of orphan tool results, (block end index, call id) of unanswered calls)."""
+    orphans: list[int] = []
+    unanswered: list[tuple[int, Any]] = []
+    open_calls: dict[Any, bool] = {}
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if open_calls.get(call_id) is False:
+                open_calls[call_id] = True
+            else:
+                orphans.append(index)
+            continue
+        unanswered += [(index, c) for c, done in open_calls.items() if not done]
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        open_calls = {c.get("id"): False for c in calls or () if isinstance(c, dict)}
+    unanswered += [(len(messages), c) for c, done in open_calls.items() if not done]
+    return orphans, unanswered
+
+
+def _repair_pairing(
+    messages: list[Message], client: Sequence[Message], counts: Counter[str]
+) -> list[Message]:
+    orphans, unanswered = _pairing_faults(messages)
+    client_orphans, client_unanswered = _pairing_faults(client)
+    theirs_orphan = {client[i].get("tool_call_id") for i in client_orphans}
+    theirs_unanswered = {c for _, c in client_unanswered}
+    drop = {i for i in orphans if messages[i].get("tool_call_id") not in theirs_orphan}
+    fill = [(i, c) for i, c in unanswered if c not in theirs_unanswered]
+    counts["client_violations"] += len(orphans) - len(drop) + len(unanswered) - len(fill)
+    if not drop and not fill:
+        return messages
+    counts["orphans_dropped"] += len(drop)
+    counts["results_filled"] += len(fill)
+    out: list[Message] = []
+    for index in range(len(messages) + 1):
+        out += [
+            {"role": "tool", "tool_call_id": c, "content": PLACEHOLDER}
+            for i, c in fill
+            if i == index
+        ]
+        if index < len(messages) and index not in drop:
+            out.append(messages[index])
+    return out
+
+
+def _late_system(messages: Sequence[Message]) -> list[int]:
+    first = next((i for i, m in enumerate(messages) if m.get("role") not in SYSTEM_ROLES), None)
+    if first is None:
+        return []
+    return [i for i in range(first, len(messages)) if messages[i].get("role") in SYSTEM_ROLES]
+
+
+def _repair_late_system(
+    messages: list[Message], client: Sequence[Message], counts: Counter[str]
+) -> list[Message]:
+    theirs = Counter(_canonical(client[i]) for i in _late_system(client))
+    out = list(messages)
+    for index in _late_system(messages):
+        key = _canonical(messages[index])
+        if theirs[key] > 0:
+            theirs[key] -= 1
+            counts["client_violations"] += 1
+        else:
+            out[index] = {**messages[index], "role": "user"}
+            counts["systems_demoted"] += 1
+    return out if counts["systems_demoted"] else messages
+
+
+def _repair_markers(
+    body: JSON, client: Sequence[Message], *, allow: bool, counts: Counter[str]
+) -> JSON:
+    paths = _find_markers(body)
+    theirs = Counter(_marker_identity(_at(client, p)) for p in _find_markers(list(client)))
+    ours: list[Path] = []
+    for path in paths:
+        if path[:1] == ("messages",) and len(path) > 1:
+            key = _marker_identity(_at(body, path))
+            if theirs[key] <= 0:
+                ours.append(path)
+                continue
+            theirs[key] -= 1
+    excess = len(paths) if not allow else len(paths) - MAX_BREAKPOINTS
+    remove = ours[::-1][: max(0, excess)]
+    counts["client_violations"] += int(excess > len(remove))
+    for path in remove:
+        body = _without_marker(body, path)
+    if remove:
+        counts["markers_removed"] += len(remove)
+    return body
+
+
+def _marker_identity(holder: JSON) -> bytes:
+    content: Any = holder.get("content", holder)
+    if isinstance(content, list) and content and isinstance(content[-1], dict):
+        content = content[-1]
+    if isinstance(content, dict):
+        content = content.get("text", {k: v for k, v in content.items() if k != "cache_control"})
+    return _canonical([holder["cache_control"], content])
+
+
+def _find_markers(value: Any, path: Path = ()) -> list[Path]:
+    """Paths of every dict holding a `cache_control`, in document order."""
+    found: list[Path] = []
+    if isinstance(value, dict):
+        if value.get("cache_control") is not None:
+            found.append(path)
+        for key, item in value.items():
+            found.extend(_find_markers(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_find_markers(item, (*path, index)))
+    return found
+
+
+def _without_marker(value: Any, path: Path) -> Any:
+    """A copy of `value` without the marker at `path`; copies only the containers on the path."""
+    if not path:
+        return {k: v for k, v in value.items() if k != "cache_control"}
+    head, rest = path[0], path[1:]
+    if isinstance(value, list) and isinstance(head, int):
+        items = list(value)
+        items[head] = _without_marker(value[head], rest)
+        return items
+    return {**value, head: _without_marker(value[head], rest)}
+
+
+def _at(value: Any, path: Path) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
