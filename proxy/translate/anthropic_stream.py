@@ -58,12 +58,12 @@ class AnthropicStreamTranslator:
         handler = getattr(self, f"_on_{kind}", None)
         return handler(data) if handler is not None else b""
 
-    def fail(self, message: str, error_type: str = "api_error") -> bytes:
+    def fail(self, message: str, error_type: str = "api_error", code: str | None = None) -> bytes:
         """An in-band error event ending the stream (for the adapter: idle gap, cut-off)."""
         if self.done:
             return b""
         self.done = True
-        return sse_data(error_body(message, error_type))
+        return sse_data(error_body(message, error_type, code=code))
 
     def _chunk(self, delta: JSON, finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
