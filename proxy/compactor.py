@@ -1,0 +1,295 @@
+"""The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3).
+
+Only ports are used here (`StateStore`, `Summarizer`); every decision is a pure function of
+`proxy.stages.compact`. Outcomes, never exceptions: a failed compaction leaves the request as it
+was (`messages` = the working history) and nothing stored.
+
+Index mapping. The plan is computed on the *working* history (after the stored compaction was
+applied, budgets and pruning), but a stored compaction covers a prefix of the *client's* history.
+Budgets and pruning edit tool contents, never the number or order of messages, so when a stored
+compaction `applied` (covering `c` client messages with a replacement of `r` messages) was used,
+`working == replacement + client[c:]` message by message, and `working[:split]` stands for
+`client[:c + split - r]`. Without one, `working[i]` is `client[i]`. A split inside the replacement
+(`split <= r`) would only re-summarize the summary: nothing to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import orjson
+
+from proxy.history import history_salt
+from proxy.ports import StateStore, Summarizer
+from proxy.stages import compact as decide
+from proxy.stages.compact import CompactionPlan, CompactSettings
+from proxy.types import JSON, Message, StoredCompaction
+
+log = logging.getLogger(__name__)
+
+Status = Literal["done", "skipped", "failed"]
+SummarizerSource = Mapping[str, Summarizer] | Callable[[str], Summarizer]
+OnDone = Callable[["CompactionOutcome"], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """`done`: `messages` is the compacted working history and `compaction` was stored.
+    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
+
+    status: Status
+    reason: str
+    messages: tuple[Message, ...]
+    compaction: StoredCompaction | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJob:
+    """Everything one compaction needs.
+
+    `client_history` / `client_system`: the client's messages as sent (history = after the
+    leading system messages); `working`: the history after the stored compaction `applied`,
+    budgets and pruning; `prefix_body_for(messages)` renders a history prefix to the body that
+    would be sent upstream (system content, tools); `upstream` names the tenant's upstream, used
+    when `settings.summarizer_upstream` is unset; `use_transcript` asks for the plain-transcript
+    prompt (upstreams without prompt caching); `settings` overrides the compactor's.
+    """
+
+    tenant: str
+    session: str
+    client_history: tuple[Message, ...]
+    client_system: tuple[Message, ...]
+    working: tuple[Message, ...]
+    prefix_body_for: Callable[[Sequence[Message]], JSON]
+    model: str
+    api_key: str | None
+    applied: StoredCompaction | None = None
+    upstream: str | None = None
+    use_transcript: bool = False
+    settings: CompactSettings | None = None
+
+    def detached(self) -> CompactionJob:
+        """A deep copy of the message lists, for a task that outlives the request."""
+        history, system, working = orjson.loads(
+            orjson.dumps([self.client_history, self.client_system, self.working])
+        )
+        return replace(
+            self, client_history=tuple(history), client_system=tuple(system), working=tuple(working)
+        )
+
+
+def client_covers(
+    split: int, *, applied: StoredCompaction | None, working_len: int, client_len: int
+) -> int | None:
+    """How many client messages `working[:split]` stands for (see the module docstring); None
+    when the split falls inside the applied replacement or the two lists do not line up."""
+    replaced = len(applied.replacement) if applied else 0
+    covered = applied.covers if applied else 0
+    if split <= replaced or working_len - replaced != client_len - covered:
+        return None
+    return covered + split - replaced
+
+
+class Compactor:
+    """Compacts sessions through the ports; holds a reference to every background task."""
+
+    def __init__(
+        self,
+        *,
+        store: StateStore,
+        summarizers: SummarizerSource,
+        settings: CompactSettings,
+        lock_ttl_ms: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._summarizers = summarizers
+        self._settings = settings
+        self._lock_ttl_ms = lock_ttl_ms
+        self._clock = clock
+        self._tasks: set[asyncio.Task[CompactionOutcome]] = set()
+        self._running: dict[tuple[str, str], asyncio.Task[CompactionOutcome]] = {}
+
+    async def compact(
+        self,
+        *,
+        tenant: str,
+        session: str,
+        client_history: Sequence[Message],
+        client_system: Sequence[Message],
+        working: Sequence[Message],
+        prefix_body_for: Callable[[Sequence[Message]], JSON],
+        model: str,
+        api_key: str | None,
+        applied: StoredCompaction | None = None,
+        upstream: str | None = None,
+        use_transcript: bool = False,
+        settings: CompactSettings | None = None,
+    ) -> CompactionOutcome:
+        """Compact one session now (sync mode); the arguments are described on `CompactionJob`.
+        Never raises, except on cancellation, which stores nothing."""
+        job = CompactionJob(
+            tenant, session, tuple(client_history), tuple(client_system), tuple(working),
+            prefix_body_for, model, api_key, applied, upstream, use_transcript, settings,
+        )  # fmt: skip
+        return await self.run(job)
+
+    async def run(self, job: CompactionJob) -> CompactionOutcome:
+        settings = job.settings or self._settings
+        if not settings.enabled:
+            return _outcome(job, "skipped", "disabled")
+        plan = decide.plan_compaction(job.working, keep_recent=settings.keep_recent)
+        sizes = {"working_len": len(job.working), "client_len": len(job.client_history)}
+        covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
+        if plan is None or not covers:
+            return _outcome(job, "skipped", "nothing_to_summarize")
+        summarizer = self._summarizer(settings.summarizer_upstream or job.upstream)
+        if summarizer is None:
+            return _outcome(job, "failed", "no_summarizer")
+        ttl_ms = self._lock_ttl_ms or int((settings.timeout_s + 30) * 1000)  # outlives the call
+        try:
+            token = await self._store.acquire_lock(job.tenant, job.session, ttl_ms=ttl_ms)
+        except Exception:
+            return _outcome(job, "failed", "store")
+        if token is None:
+            return _outcome(job, "skipped", "locked")
+        try:
+            return await self._locked(job, settings, plan, covers, summarizer, token)
+        finally:
+            with contextlib.suppress(Exception):
+                await self._store.release_lock(job.tenant, job.session, token)
+
+    async def _locked(
+        self,
+        job: CompactionJob,
+        settings: CompactSettings,
+        plan: CompactionPlan,
+        covers: int,
+        summarizer: Summarizer,
+        token: str,
+    ) -> CompactionOutcome:
+        try:  # the full history as the client sent it, before anything is dropped
+            raw = orjson.dumps([*job.client_system, *job.client_history])
+            archive_id = await self._store.archive(job.tenant, job.session, raw)
+        except Exception:
+            return _outcome(job, "failed", "archive")
+        summary, reason = await _summarize(job, settings, plan, summarizer)
+        if not summary:
+            return _outcome(job, "failed", reason)
+        messages = _compacted(job, settings, plan, covers, summary)
+        replacement = messages[: len(messages) - (len(job.working) - plan.split)]
+        compaction = decide.make_compaction(
+            job.client_history,
+            CompactionPlan(split=covers),
+            replacement,
+            salt=history_salt(job.tenant, job.client_system),
+            created_at=self._clock(),
+            archive_id=archive_id,
+        )
+        snapshot = orjson.dumps([*job.client_system, *messages])
+        try:
+            saved = await self._store.save_compaction(
+                job.tenant, job.session, compaction, snapshot_json=snapshot, lock_token=token
+            )
+        except Exception:
+            return _outcome(job, "failed", "store")
+        if not saved:
+            return _outcome(job, "failed", "lock_lost")
+        return CompactionOutcome("done", "compacted", tuple(messages), compaction)
+
+    def _summarizer(self, name: str | None) -> Summarizer | None:
+        source = self._summarizers
+        if not isinstance(source, Mapping):
+            return source(name or "")
+        if name is None and len(source) == 1:
+            return next(iter(source.values()))
+        return source.get(name or "")
+
+    def running(self, tenant: str, session: str) -> bool:
+        return (tenant, session) in self._running
+
+    def start_background(self, job: CompactionJob, *, on_done: OnDone | None = None) -> bool:
+        """Async mode: compact in a task (at most one per session); False if one is running.
+
+        The job is deep-copied first; `on_done` is awaited with the outcome (its errors logged).
+        """
+        key = (job.tenant, job.session)
+        if key in self._running:
+            return False
+        task = asyncio.create_task(self._background(job.detached(), on_done))
+        self._tasks.add(task)
+        self._running[key] = task
+        task.add_done_callback(lambda done: self._forget(key, done))
+        return True
+
+    async def _background(self, job: CompactionJob, on_done: OnDone | None) -> CompactionOutcome:
+        outcome = await self.run(job)
+        log.info("background compaction %s/%s: %s", job.tenant, job.session, outcome.reason)
+        if on_done is not None:
+            try:
+                await on_done(outcome)
+            except Exception:
+                log.exception("compaction on_done callback failed")
+        return outcome
+
+    def _forget(self, key: tuple[str, str], task: asyncio.Task[CompactionOutcome]) -> None:
+        self._tasks.discard(task)
+        if self._running.get(key) is task:
+            del self._running[key]
+
+    async def aclose(self) -> None:
+        """Cancel and await every background compaction (a cancelled one stores nothing)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _summarize(
+    job: CompactionJob, settings: CompactSettings, plan: CompactionPlan, summarizer: Summarizer
+) -> tuple[str, str]:
+    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`, `empty_summary`)."""
+    prefix, model = job.working[: plan.split], job.model
+    try:
+        if job.use_transcript:
+            body = decide.build_transcript_body(prefix, settings=settings, model=model)
+        else:
+            body = decide.build_summary_body(
+                job.prefix_body_for(prefix), settings=settings, model=model
+            )
+    except Exception:
+        return "", "render"
+    try:
+        async with asyncio.timeout(settings.timeout_s):
+            text = await summarizer.complete(body, api_key=job.api_key)
+    except TimeoutError:
+        return "", "timeout"
+    except Exception as exc:
+        log.warning("summarizer failed: %s", type(exc).__name__)
+        return "", "summarizer"
+    summary = decide.extract_summary(text or "")
+    return summary, "" if summary else "empty_summary"
+
+
+def _compacted(
+    job: CompactionJob, settings: CompactSettings, plan: CompactionPlan, covers: int, summary: str
+) -> list[Message]:
+    """Summary, preserved tool content (taken from the client's unpruned messages), kept part."""
+    if job.applied is not None:
+        source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
+    else:
+        source = list(job.client_history[:covers])
+    preserved = decide.preserved_tool_content(source, settings=settings)
+    return decide.splice_summary(job.working, plan, summary, preserved=preserved)
+
+
+def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:
+    if status == "failed":
+        log.warning("compaction %s/%s failed: %s", job.tenant, job.session, reason)
+    return CompactionOutcome(status, reason, job.working)
