@@ -18,7 +18,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from proxy.types import WorkspaceView
 
@@ -43,17 +43,32 @@ _Stamp = tuple[int, int, int]
 def resolve_inside(root: Path, relative: str) -> Path | None:
     """`root/relative` with every symlink resolved, or None when it would leave `root`.
 
-    Refuses absolute names, any `..` component, an empty name and a NUL byte outright.
+    Refuses absolute names, empty, `.` and `..` components and a NUL byte outright.
     """
-    rel = PurePosixPath(relative)
-    if not relative or "\0" in relative or rel.is_absolute() or ".." in rel.parts:
+    target = _confined(os.path.realpath(root), relative)
+    return Path(target) if target is not None else None
+
+
+def _confined(base: str, relative: str) -> str | None:
+    """Like `resolve_inside`, on strings, for a `base` that is already resolved.
+
+    Walks the components below `base` with `lstat` (cheap: one or two per name) and pays for a
+    full `realpath` only when one of them is a symlink.
+    """
+    parts = relative.split("/")
+    if "\0" in relative or any(part in ("", ".", "..") for part in parts):
         return None
-    try:
-        base = root.resolve()
-        target = (base / rel).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-    return target if target != base and target.is_relative_to(base) else None
+    path = base
+    for part in parts:
+        path = os.path.join(path, part)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            return os.path.join(base, *parts)  # missing: nothing there to follow
+        if is_link:
+            path = os.path.realpath(os.path.join(base, *parts))
+            break
+    return path if path.startswith(base.rstrip(os.sep) + os.sep) else None
 
 
 def _stamp(st: os.stat_result) -> _Stamp:
@@ -77,7 +92,7 @@ class FileWorkspace:
         self._managed = managed_dir
         self._max_bytes = max_file_bytes
         self._max_cached = max_cached_files
-        self._cache: dict[Path, tuple[_Stamp, str]] = {}
+        self._cache: dict[str, tuple[_Stamp, str]] = {}
         self.reads = 0
 
     def view(self, tenant: str, session: str) -> WorkspaceView:
@@ -98,20 +113,23 @@ class FileWorkspace:
         )
 
     def _session_root(self, workspace: Path | None, session: str) -> Path | None:
+        """The session layer's directory, if the id is valid and it exists inside the workspace."""
         if workspace is None or session in (".", "..") or not SESSION_ID.fullmatch(session):
             return None
-        return resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
+        root = resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
+        return root if root is not None and root.is_dir() else None
 
     def _read_layer(self, root: Path) -> dict[str, str]:
         out: dict[str, str] = {}
+        base = os.path.realpath(root)
         for key, name in ALLOWED_FILES:
-            path = resolve_inside(root, name)
+            path = _confined(base, name)
             text = self._read(path) if path is not None else None
             if text is not None:
                 out[key] = text
         return out
 
-    def _read(self, path: Path) -> str | None:
+    def _read(self, path: str) -> str | None:
         """The cached text when the file's stamp is unchanged, else a fresh bounded read."""
         try:
             st = os.stat(path)
@@ -130,7 +148,7 @@ class FileWorkspace:
         self._cache[path] = loaded
         return loaded[1]
 
-    def _load(self, path: Path) -> tuple[_Stamp, str] | None:
+    def _load(self, path: str) -> tuple[_Stamp, str] | None:
         """Open without following a final symlink, check it is a regular file, read the cap."""
         try:
             fd = os.open(path, _OPEN_FLAGS)

@@ -246,6 +246,23 @@ def test_resolve_inside_accepts_a_plain_relative_name(dirs: tuple[Path, Path, Pa
     assert resolve_inside(workspace, "memory/MEMORY.md") == workspace.resolve() / "memory/MEMORY.md"
 
 
+def test_resolve_inside_follows_symlinks_and_refuses_those_leading_outside(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    _, workspace, outside = dirs
+    (workspace / "out").symlink_to(outside, target_is_directory=True)
+    (workspace / "notes").mkdir()
+    (workspace / "in").symlink_to(workspace / "notes", target_is_directory=True)
+    assert resolve_inside(workspace, "out/secret.md") is None
+    assert resolve_inside(workspace, "in/a.md") == workspace.resolve() / "notes" / "a.md"
+
+
+def test_a_missing_workspace_directory_gives_an_empty_view(tmp_path: Path) -> None:
+    ws = FileWorkspace(workspaces={"t": tmp_path / "nope"}, managed_dir=tmp_path / "gone")
+    assert ws.view("t", "s1") == FileWorkspace(workspaces={}).view("t", "s1")
+    assert ws.view("t", "s1").files == {} and ws.reads == 0
+
+
 def test_example_workspace_is_complete_and_within_the_caps() -> None:
     v = FileWorkspace(workspaces={"default": EXAMPLE}).view("default", "s1")
     assert set(v.files) == {"soul", "user", "agent", "memory"}
