@@ -1,0 +1,231 @@
+"""Pruning: old tool results cut, sticky decisions, batching, the cache_control boundary."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from proxy.stages import prune
+from proxy.stages.budgets import BudgetSettings, apply_budgets
+from proxy.stages.prune import PruneSettings, prune_tool_results
+from proxy.types import Message, SessionState
+from tests.factories import assistant, call, draft, exchange, tool, turn, user
+
+DEFAULTS = PruneSettings()
+MARK = "...(truncated, original: {} chars)"
+
+
+def pruned(
+    messages: list[Message],
+    decisions: Mapping[str, str] | None = None,
+    *,
+    now: float = 1_000.0,
+    last: float | None = None,
+    **settings: Any,
+) -> tuple[list[Message], Any]:
+    return prune_tool_results(
+        messages,
+        settings=replace(DEFAULTS, **settings),
+        decisions=decisions or {},
+        now=now,
+        last_request_at=last,
+    )
+
+
+def history(*sizes: int, name: str = "bash") -> list[Message]:
+    """One user turn, then one exchange per size (oldest first), result i made of letter i."""
+    messages = [user("start")]
+    for i, size in enumerate(sizes):
+        messages += exchange(f"c{i}", chr(ord("a") + i) * size, name=name)
+    return messages
+
+
+def test_prune_cuts_the_third_newest_755_char_result_and_keeps_the_rest() -> None:
+    messages = history(280, 755, 5_000, 9_000)
+    out, report = pruned(messages)
+    assert out[4]["content"] == "b" * 200 + MARK.format(755)
+    assert out[2] is messages[2]  # 280 chars: under max_chars
+    assert out[6] is messages[6] and out[8] is messages[8]  # the two newest, whatever their size
+    assert report.decisions == {"c1": "b" * 200 + MARK.format(755)}
+    assert report.counters == {
+        "chars_pruned": 755 - len(out[4]["content"]),
+        "pruned": 1,
+        "replayed": 0,
+        "deferred": 0,
+    }
+
+
+@pytest.mark.parametrize(("size", "cut"), [(300, False), (301, True), (755, True), (40_000, True)])
+def test_prune_cuts_only_results_longer_than_max_chars(size: int, cut: bool) -> None:
+    out, _ = pruned(history(size, 1, 1))
+    assert (out[2]["content"] != "a" * size) is cut
+
+
+def test_prune_touches_only_tool_messages() -> None:
+    messages = [user("u" * 5_000), assistant("a" * 5_000), *history(1_000, 1, 1)]
+    out, _ = pruned(messages)
+    assert out[0] is messages[0] and out[1] is messages[1]
+    assert all(o is m for o, m in zip(out, messages, strict=True) if m["role"] != "tool")
+
+
+def test_prune_never_shrinks_excluded_tools() -> None:
+    messages = history(1_000, 1_000, 1, 1)
+    messages[1]["tool_calls"][0]["function"]["name"] = "load_skill"
+    out, report = pruned(messages, exclude_tools=("load_skill",))
+    assert out[2] is messages[2]
+    assert set(report.decisions) == {"c1"}
+
+
+def test_prune_replays_a_stored_decision_byte_for_byte_whatever_the_settings() -> None:
+    messages = history(1_000, 1_000, 1, 1)
+    first, report = pruned(messages)
+    again, replay = pruned(messages, report.decisions, recent_keep=10, max_chars=100_000)
+    assert again == first
+    assert replay.decisions == {}
+    assert replay.counters["replayed"] == 2
+    assert replay.counters["chars_pruned"] == report.counters["chars_pruned"]
+
+
+def test_prune_replays_even_a_recent_result_and_a_foreign_string() -> None:
+    out, report = pruned(history(10, 10), {"c1": "kept elsewhere"})
+    assert out[4]["content"] == "kept elsewhere"
+    assert report.counters["replayed"] == 1 and report.decisions == {}
+
+
+def test_prune_takes_new_decisions_only_in_batches_of_min_savings() -> None:
+    messages = history(1_000, 1, 1)
+    saving = 1_000 - len("a" * 200 + MARK.format(1_000))
+    held, report = pruned(messages, min_savings_chars=saving + 1)
+    assert held == messages and report.decisions == {}
+    assert report.counters["deferred"] == 1
+    more = [*exchange("c3", "d" * 1_000), *exchange("c4", "e"), *exchange("c5", "f")]
+    _, report = pruned(messages + more, min_savings_chars=saving + 1)
+    assert report.counters["pruned"] == 2 and set(report.decisions) == {"c0", "c3"}
+    assert report.counters["chars_pruned"] == 2 * saving
+
+
+def test_prune_batch_still_replays_old_decisions_while_holding_new_ones() -> None:
+    messages = history(1_000, 1_000, 1, 1)
+    out, report = pruned(messages, {"c0": "old"}, min_savings_chars=10_000)
+    assert out[2]["content"] == "old" and out[4] is messages[4]
+    assert report.counters["replayed"] == 1 and report.counters["deferred"] == 1
+
+
+@pytest.mark.parametrize(
+    ("last", "taken"), [(None, True), (1_000.0 - 299, False), (1_000.0 - 300, True)]
+)
+def test_prune_waits_for_a_cold_cache_when_configured(last: float | None, taken: bool) -> None:
+    _, report = pruned(history(1_000, 1, 1), now=1_000.0, last=last, when_cache_cold_s=300)
+    assert bool(report.decisions) is taken
+
+
+@pytest.mark.parametrize(("updated_at", "taken"), [("0", True), ("999900", False), ("1", True)])
+def test_prune_run_reads_decisions_and_last_request_from_session_state(
+    updated_at: str, taken: bool
+) -> None:
+    state = SessionState(fields={"updated_at": updated_at}, decisions={"c1": "stored"})
+    start = draft(history(1_000, 1_000, 1, 1), temperature=0)
+    settings = replace(DEFAULTS, when_cache_cold_s=300)
+    out, report = prune.run(start, turn(state=state, now=1_000_000.0), settings=settings)
+    assert out.body == start.body and isinstance(out.messages, tuple)
+    assert out.messages[4]["content"] == "stored"
+    assert bool(report.decisions) is taken
+
+
+def marked(message: Message, *, on_part: bool) -> Message:
+    if not on_part:
+        return {**message, "cache_control": {"type": "ephemeral"}}
+    part = {"type": "text", "text": message["content"], "cache_control": {"type": "ephemeral"}}
+    return {**message, "content": [part]}
+
+
+@pytest.mark.parametrize("on_part", [False, True])
+def test_prune_edits_nothing_at_or_before_the_last_cache_control_marker(on_part: bool) -> None:
+    messages = history(1_000, 1_000, 1_000, 1, 1)
+    messages[4] = marked(messages[4], on_part=on_part)
+    out, report = pruned(messages)
+    assert out[:5] == messages[:5]
+    assert set(report.decisions) == {"c2"}
+
+
+def test_prune_marker_on_a_user_message_protects_everything_before_it() -> None:
+    messages = [*history(1_000, 1_000), marked(user("next"), on_part=True), *history(1, 1)[1:]]
+    out, report = pruned(messages)
+    assert out == messages and report.decisions == {}
+
+
+def test_prune_replays_decisions_before_the_marker_since_the_provider_saw_them() -> None:
+    messages = history(1_000, 1, 1)
+    messages[2] = marked(messages[2], on_part=True)
+    out, _ = pruned(messages, {"c0": "stored"})
+    assert out[2]["content"] == [
+        {"type": "text", "text": "stored", "cache_control": {"type": "ephemeral"}}
+    ]
+
+
+def test_prune_keeps_the_header_of_a_persisted_output_and_cuts_only_its_preview() -> None:
+    budgets = BudgetSettings(persist_over_chars=1_000)
+    messages, _ = apply_budgets(history(5_000, 1, 1), settings=budgets)
+    block = messages[2]["content"]
+    out, _ = pruned(messages)
+    header = "\n".join(block.split("\n")[:3])
+    assert out[2]["content"] == (
+        f"{header}\n{'a' * 200}{MARK.format(len(block))}\n</persisted-output>"
+    )
+    assert "GET /v1/ctx/outputs/" in out[2]["content"]
+
+
+def test_prune_measures_text_parts_as_text_and_other_content_as_json() -> None:
+    messages = history(1, 1, 1)
+    messages[2] = tool("c0", [{"type": "text", "text": "x" * 150}] * 2)
+    messages[4] = tool("c1", {"rows": ["y" * 100] * 3})
+    out, _ = pruned(messages, recent_keep=1)
+    assert out[2]["content"] == "x" * 150 + "\n" + "x" * 49 + MARK.format(301)
+    assert out[4]["content"].startswith('{"rows":["yyy')
+    assert out[4]["content"].endswith(MARK.format(len('{"rows":[]}') + 3 * 102 + 2))
+
+
+def test_prune_leaves_results_without_a_tool_call_id_alone() -> None:
+    messages = history(1_000, 1, 1)
+    del messages[2]["tool_call_id"]
+    out, _ = pruned(messages)
+    assert out[2] is messages[2]
+
+
+def test_prune_does_nothing_when_disabled() -> None:
+    messages = history(1_000, 1, 1)
+    out, report = pruned(messages, {"c0": "stored"}, enabled=False)
+    assert out == messages and report.decisions == {}
+
+
+@pytest.mark.parametrize("settings", [DEFAULTS, PruneSettings(keep_chars=290, max_chars=300)])
+def test_prune_is_idempotent_and_never_mutates_input(settings: PruneSettings) -> None:
+    messages = history(301, 755, 5_000, 1_000, 1_000)
+    before = copy.deepcopy(messages)
+    once, report = prune_tool_results(
+        messages, settings=settings, decisions={}, now=0.0, last_request_at=None
+    )
+    assert messages == before
+    for decisions in ({}, report.decisions):
+        twice, again = prune_tool_results(
+            once, settings=settings, decisions=decisions, now=0.0, last_request_at=None
+        )
+        assert twice == once
+        assert again.decisions == {} and again.counters["replayed"] == 0
+
+
+def test_prune_keeps_parallel_results_paired() -> None:
+    calls = [call(f"p{i}") for i in range(3)]
+    messages = [user("go"), assistant(None, *calls), *(tool(f"p{i}", "z" * 900) for i in range(3))]
+    out, report = pruned(messages + history(1, 1)[1:])
+    assert [m.get("tool_call_id") for m in out] == [m.get("tool_call_id") for m in messages] + [
+        None,
+        "c0",
+        None,
+        "c1",
+    ]
+    assert set(report.decisions) == {"p0", "p1", "p2"}
