@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from proxy.stages.cache import (
     CacheSettings,
+    Ttl,
     find_cache_markers,
     min_cacheable_tokens,
     render_request,
@@ -29,6 +30,14 @@ def with_system(d: Draft, *, static: str = "", dynamic: str = "") -> Draft:
     return dataclasses.replace(
         d, system=dataclasses.replace(d.system, static=static, dynamic=dynamic)
     )
+
+
+def user_parts(parts: list[dict[str, Any]]) -> Message:
+    return {"role": "user", "content": parts}
+
+
+def system_parts(parts: list[dict[str, Any]]) -> Message:
+    return {"role": "system", "content": parts}
 
 
 def marked(text: str, marker: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -135,7 +144,7 @@ def test_last_message_breakpoint_skips_messages_without_content() -> None:
 
 
 def test_client_markers_are_kept_and_counted_ours_drop_client_part_first() -> None:
-    history = [user([marked("a")]), assistant("b"), user([marked("c")]), user("q")]
+    history = [user_parts([marked("a")]), assistant("b"), user_parts([marked("c")]), user("q")]
     d = with_system(draft([system("client"), *history]), static="S")
     body, report = render(d)
     assert markers_of(body) == [marked("S"), marked("a"), marked("c"), marked("q")]
@@ -143,14 +152,14 @@ def test_client_markers_are_kept_and_counted_ours_drop_client_part_first() -> No
 
 
 def test_with_three_client_markers_only_the_last_message_is_marked() -> None:
-    history = [user([marked("a"), marked("b"), marked("c")]), user("q")]
+    history = [user_parts([marked("a"), marked("b"), marked("c")]), user("q")]
     body, _ = render(with_system(draft([system("client"), *history]), static="S"))
     assert markers_of(body) == [marked("a"), marked("b"), marked("c"), marked("q")]
 
 
 @pytest.mark.parametrize("count", [4, 5])
 def test_client_at_or_over_the_limit_gets_no_marker_of_ours(count: int) -> None:
-    sent = [user([marked(str(i)) for i in range(count)]), user("q")]
+    sent = [user_parts([marked(str(i)) for i in range(count)]), user("q")]
     body, report = render(with_system(draft(copy.deepcopy(sent)), static="S"))
     assert body["messages"][1:] == sent
     assert report.counters["breakpoints"] == count
@@ -158,7 +167,7 @@ def test_client_at_or_over_the_limit_gets_no_marker_of_ours(count: int) -> None:
 
 
 def test_client_marker_on_the_last_message_is_not_doubled() -> None:
-    sent = user([{"type": "text", "text": "q"}, marked("end")])
+    sent = user_parts([{"type": "text", "text": "q"}, marked("end")])
     body, report = render(draft([copy.deepcopy(sent)]))
     assert body["messages"] == [sent]
     assert report.counters["breakpoints_added"] == 0
@@ -171,21 +180,21 @@ def test_message_level_client_marker_moves_onto_its_last_part_when_merged() -> N
 
 
 def test_one_hour_markers_stay_before_a_client_five_minute_marker() -> None:
-    history = [user([marked("early")]), assistant("b"), user("q")]
+    history = [user_parts([marked("early")]), assistant("b"), user("q")]
     d = with_system(draft(history), static="S")
     body, _ = render(d, cfg=CacheSettings(ttl="1h", min_cacheable_tokens=0))
     assert markers_of(body) == [marked("S", HOUR), marked("early"), marked("q")]
 
 
 def test_five_minute_markers_become_one_hour_before_a_client_one_hour_marker() -> None:
-    history = [user([marked("late", HOUR)]), user("q")]
+    history = [user_parts([marked("late", HOUR)]), user("q")]
     body, _ = render(with_system(draft(history), static="S"))
     assert markers_of(body) == [marked("S", HOUR), marked("late", HOUR), marked("q")]
 
 
 def test_a_marker_that_fits_no_ttl_is_dropped() -> None:
     # a client 5m marker before and a client 1h marker (top level: the last block) after
-    d = draft([user([marked("a")]), user("q")], cache_control=HOUR)
+    d = draft([user_parts([marked("a")]), user("q")], cache_control=HOUR)
     body, report = render(d)
     assert body["messages"][1] == user("q")
     assert report.counters == {"breakpoints": 2, "breakpoints_added": 0, "static_chars": 0}
@@ -285,11 +294,12 @@ def histories(draw: st.DrawFn) -> list[Message]:
     st.sampled_from(["5m", "1h"]),
 )
 def test_rendering_bounds_markers_keeps_the_clients_and_mutates_nothing(
-    messages: list[Message], static: str, dynamic: str, style: str, ttl: str
+    messages: list[Message], static: str, dynamic: str, style: str, ttl: Ttl
 ) -> None:
     d = with_system(draft(messages), static=static, dynamic=dynamic)
     before = copy.deepcopy(d)
-    body, report = render(d, style, CacheSettings(ttl=ttl, min_cacheable_tokens=0))  # type: ignore[arg-type]
+    cfg = CacheSettings(ttl=ttl, min_cacheable_tokens=0)
+    body, report = render(d, style, cfg)
     assert d == before
     client = markers_of({"messages": messages})
     found = markers_of(body)
@@ -303,4 +313,4 @@ def test_rendering_bounds_markers_keeps_the_clients_and_mutates_nothing(
     client_order = [m["cache_control"].get("ttl", "5m") for m in client]
     if client_order == sorted(client_order, key=lambda t: t != "1h"):
         assert order == sorted(order, key=lambda t: t != "1h")
-    assert render(d, style, CacheSettings(ttl=ttl, min_cacheable_tokens=0))[0] == body  # type: ignore[arg-type]
+    assert render(d, style, cfg)[0] == body

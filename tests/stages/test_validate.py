@@ -16,6 +16,14 @@ from tests.factories import assistant, call, exchange, system, tool, user
 EPHEMERAL = {"type": "ephemeral"}
 
 
+def user_parts(parts: list[dict[str, Any]]) -> Message:
+    return {"role": "user", "content": parts}
+
+
+def system_parts(parts: list[dict[str, Any]]) -> Message:
+    return {"role": "system", "content": parts}
+
+
 def marked(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text, "cache_control": EPHEMERAL}
 
@@ -35,7 +43,7 @@ def placeholder(call_id: str) -> Message:
 
 
 def test_a_valid_body_is_returned_as_it_is() -> None:
-    history = [system("s"), user("hi"), *exchange("c1", "out"), user([marked("q")])]
+    history = [system("s"), user("hi"), *exchange("c1", "out"), user_parts([marked("q")])]
     sent = {"model": "m", "messages": history}
     out, report = validate_request(sent, client_messages=history, allow_cache_control=True)
     assert out is sent
@@ -112,11 +120,11 @@ def test_system_message_the_client_put_mid_history_passes_through() -> None:
 
 
 def test_excess_markers_of_ours_are_removed_newest_first() -> None:
-    client = [user([marked("a"), marked("b")]), user("q")]
+    client = [user_parts([marked("a"), marked("b")]), user("q")]
     ours = [
         {"role": "system", "content": [marked("S"), marked("C")]},
-        user([marked("a"), marked("b")]),
-        user([marked("q")]),
+        user_parts([marked("a"), marked("b")]),
+        user_parts([marked("q")]),
     ]
     out, counters = check(ours, client)
     assert out["messages"][:2] == ours[:2]
@@ -125,17 +133,22 @@ def test_excess_markers_of_ours_are_removed_newest_first() -> None:
 
 
 def test_client_over_the_marker_limit_keeps_its_markers_and_loses_ours() -> None:
-    client = [user([marked(str(i)) for i in range(5)])]
-    out, counters = check([system([marked("S")]), *copy.deepcopy(client)], client)  # type: ignore[arg-type]
-    assert out["messages"] == [system([{"type": "text", "text": "S"}]), *client]  # type: ignore[arg-type]
+    client = [user_parts([marked(str(i)) for i in range(5)])]
+    out, counters = check([system_parts([marked("S")]), *copy.deepcopy(client)], client)
+    assert out["messages"] == [system_parts([{"type": "text", "text": "S"}]), *client]
     assert counters["markers_removed"] == 1
     assert counters["client_violations"] == 1
 
 
 def test_markers_not_allowed_removes_ours_and_keeps_the_clients() -> None:
-    client = [user([marked("a")]), user("q")]
-    out, counters = check([user([marked("a")]), user([marked("q")])], client, allow=False)
-    assert out["messages"] == [user([marked("a")]), user([{"type": "text", "text": "q"}])]
+    client = [user_parts([marked("a")]), user("q")]
+    out, counters = check(
+        [user_parts([marked("a")]), user_parts([marked("q")])], client, allow=False
+    )
+    assert out["messages"] == [
+        user_parts([marked("a")]),
+        user_parts([{"type": "text", "text": "q"}]),
+    ]
     assert counters["markers_removed"] == 1
     assert counters["client_violations"] == 1
 
@@ -202,7 +215,7 @@ def proxy_breakage(draw: st.DrawFn) -> tuple[list[Message], list[Message]]:
     if draw(st.booleans()) and len(out) > 1:
         out.insert(draw(st.integers(1, len(out))), system("[Conversation summary] proxy"))
     for n in range(draw(st.integers(0, 4))):
-        out.insert(draw(st.integers(1, len(out))), user([marked(f"proxy {n}")]))
+        out.insert(draw(st.integers(1, len(out))), user_parts([marked(f"proxy {n}")]))
     return client, out
 
 
