@@ -105,11 +105,8 @@ def _is_tool(message: Message) -> bool:
 def _is_carried(message: Message) -> bool:
     """An earlier compaction's own output (summary or preserved tool content)."""
     content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and content.startswith((SUMMARY_PREFIX, PRESERVED_PREFIX))
-    )
+    carried = isinstance(content, str) and content.startswith((SUMMARY_PREFIX, PRESERVED_PREFIX))
+    return carried and message.get("role") == "user"
 
 
 def summary_instruction(*, max_words: int) -> str:
@@ -275,21 +272,25 @@ def make_compaction(
     )
 
 
+def applied_compaction(
+    draft: Draft, turn: Turn, *, settings: CompactSettings
+) -> StoredCompaction | None:
+    """The stored compaction that `run` applies to `draft` (what `proxy.compactor` calls
+    `applied`), or None when disabled or when none matches (an edited history never matches)."""
+    if not settings.enabled or not turn.state.compactions:
+        return None
+    salt = history_salt(turn.tenant, draft.system.client)
+    return longest_matching(draft.messages, turn.state.compactions, salt=salt)
+
+
 def run(draft: Draft, turn: Turn, *, settings: CompactSettings) -> tuple[Draft, StageReport]:
     """Apply stored compaction: replace the longest stored prefix of the client's history by its
-    summary. Does nothing when disabled or when no stored compaction matches (an edited history
-    never matches)."""
+    summary (see `applied_compaction`); otherwise the draft is returned unchanged."""
     before = len(draft.messages)
-    found = None
-    if settings.enabled and turn.state.compactions:
-        salt = history_salt(turn.tenant, draft.system.client)
-        found = longest_matching(draft.messages, turn.state.compactions, salt=salt)
+    found = applied_compaction(draft, turn, settings=settings)
     if found is not None:
         messages = (*found.replacement, *draft.messages[found.covers :])
         draft = Draft(body=draft.body, system=draft.system, messages=messages)
-    counters = {
-        "messages_before": before,
-        "messages_after": len(draft.messages),
-        "applied": int(found is not None),
-    }
+    after, applied = len(draft.messages), int(found is not None)
+    counters = {"messages_before": before, "messages_after": after, "applied": applied}
     return draft, StageReport(stage="compact", counters=counters)
