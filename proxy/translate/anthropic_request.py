@@ -11,12 +11,14 @@
                                    auto→auto, none→none, required→any, named function→tool;
                                    parallel_tool_calls=false → disable_parallel_tool_use
     max_completion_tokens, else max_tokens, else `default_max_tokens` → max_tokens
-    stop → stop_sequences; temperature clamped to [0, 1]; top_p, top_k, stream as is;
-    user → metadata.user_id
+    stop → stop_sequences; stream as is; user → metadata.user_id
+    temperature, top_p, top_k → dropped by default: the SDK's `MessageCreateParams` (anthropic
+        2.16) has no sampling fields and newer models reject them. `keep_sampling=True` (for older
+        models on a pinned API version) sends them, temperature clamped to the API's [0, 1].
     reasoning_effort → thinking, budget from `REASONING_BUDGETS`; an explicit `thinking` wins.
         With a client token limit the budget is cut to fit below it (no thinking if that leaves
         less than the API's 1,024 minimum); without one, max_tokens = default + budget.
-        While thinking is on, temperature, top_p and top_k are dropped (the API rejects them).
+        While thinking is on, sampling parameters are dropped in any case (the API rejects them).
 
 Every other key is dropped, since the Messages API rejects unknown keys; among them `DROPPED_KEYS`
 (OpenAI-only: n, penalties, logprobs, seed, response_format, stream_options, metadata, ...).
@@ -39,7 +41,7 @@ from proxy.types import JSON, Message
 PLACEHOLDER_TEXT = "(continued)"
 REASONING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
 MIN_THINKING_BUDGET = 1024
-PASSTHROUGH_KEYS = ("model", "top_p", "top_k", "stream")
+PASSTHROUGH_KEYS = ("model", "stream")
 DROPPED_KEYS = frozenset(
     {
         "n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
@@ -51,7 +53,9 @@ DROPPED_KEYS = frozenset(
 SYSTEM_ROLES = ("system", "developer")
 
 
-def to_messages_request(body: JSON, *, default_max_tokens: int = 4096) -> JSON:
+def to_messages_request(
+    body: JSON, *, default_max_tokens: int = 4096, keep_sampling: bool = False
+) -> JSON:
     """Translate one chat-completions body; see the module docstring for the mapping."""
     out: JSON = {key: copy.deepcopy(body[key]) for key in PASSTHROUGH_KEYS if key in body}
     messages = body.get("messages") or []
@@ -60,13 +64,14 @@ def to_messages_request(body: JSON, *, default_max_tokens: int = 4096) -> JSON:
         out["system"] = system
     out["messages"] = conversation(messages)
     out.update(_tools(body))
-    out.update(_sampling(body))
+    if body.get("stop"):
+        stop = body["stop"]
+        out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     if body.get("user"):
         out["metadata"] = {"user_id": str(body["user"])}
     out.update(_thinking(body, default_max_tokens=default_max_tokens))
-    if out.get("thinking", {}).get("type", "disabled") != "disabled":
-        for key in ("temperature", "top_p", "top_k"):
-            out.pop(key, None)
+    if keep_sampling and out.get("thinking", {}).get("type", "disabled") == "disabled":
+        out.update(_sampling(body))
     return out
 
 
@@ -153,10 +158,9 @@ def _tool_choice(choice: Any) -> JSON | None:
 
 
 def _sampling(body: JSON) -> JSON:
-    out: JSON = {}
-    stop = body.get("stop")
-    if stop:
-        out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    out: JSON = {
+        key: body[key] for key in ("top_p", "top_k") if isinstance(body.get(key), int | float)
+    }
     temperature = body.get("temperature")
     if isinstance(temperature, int | float):
         out["temperature"] = min(max(float(temperature), 0.0), 1.0)
