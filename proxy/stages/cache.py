@@ -12,14 +12,14 @@ Per `turn.cache_style`:
   `prompt_cache_key = "ctxproxy-<tenant>"` when configured and the client set none.
 - `none`: the same assembly; nothing else is added.
 - `anthropic`: up to three breakpoints of ours, `{"type": "ephemeral"}` (+ `"ttl": "1h"`):
-  L on the last part of the last message with content, S on the static part, C on the last part of
-  the client's system content. The client's own markers are counted and always kept; ours fill
-  the slots left under 4 in the order L, S, C (L caches the most, S survives dynamic and history
-  changes, C is mostly covered by L anyway). A breakpoint whose prefix (tools + content up to it,
-  chars/4) is under the model's minimum cacheable length, or on a part or message the client
-  already marked, is not placed. TTLs: a 1h breakpoint must precede every 5m one, so ours falls
-  back to 5m after an earlier 5m marker, becomes 1h before a later client 1h marker, and is
-  dropped if it can be neither.
+  L on the last part of the last message with content (on a `tool` message: the message itself),
+  S on the static part, C on the last part of the client's system content. The client's own
+  markers are counted and always kept; ours fill the slots left under 4 in the order L, S, C
+  (L caches the most, S survives dynamic and history changes, C is mostly covered by L anyway).
+  A breakpoint whose prefix (tools + content up to it, chars/4) is under the model's minimum
+  cacheable length, or on a part or message the client already marked, is not placed. TTLs: a 1h
+  breakpoint must precede every 5m one, so ours falls back to 5m after an earlier 5m marker,
+  becomes 1h before a later client 1h marker, and is dropped if it can be neither.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _place_breakpoints(
             break
         if chars < floor or _already_marked(messages[index], part):
             continue
-        position = (1, index, _part_index(messages[index], part))
+        position = (1, index, _part_index(messages[index], part))  # a tool's: its last part
         ttl = _fit_ttl(position, settings.ttl, [*client_marks, *((o, t) for o, t, _ in accepted)])
         if ttl is not None:
             accepted.append((position, ttl, candidate))
@@ -193,13 +193,21 @@ def _already_marked(message: Message, part: int) -> bool:
     content = message.get("content")
     if message.get("cache_control") is not None or not _markable(message):
         return True
-    return isinstance(content, list) and content[part].get("cache_control") is not None
+    if not isinstance(content, list):
+        return False
+    marked = content if message.get("role") == "tool" else [content[part]]
+    return any(isinstance(p, dict) and p.get("cache_control") is not None for p in marked)
 
 
 def _with_marker(message: Message, part: int, ttl: Ttl) -> Message:
+    """A copy of `message` with our marker: on a `tool` message at message level (it becomes the
+    `tool_result` block's own marker: Anthropic rejects one nested in a tool result's content),
+    elsewhere on the part, a string content turned into one text part."""
+    marker: JSON = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
+    if message.get("role") == "tool":
+        return {**message, "cache_control": marker}
     content = message["content"]
     parts: list[Any] = list(content) if isinstance(content, list) else _text_parts(content)
-    marker: JSON = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
     parts[part] = {**parts[part], "cache_control": marker}
     return {**message, "content": parts}
 

@@ -139,8 +139,18 @@ def test_anthropic_marks_last_client_system_message_when_nothing_is_added() -> N
 def test_last_message_breakpoint_skips_messages_without_content() -> None:
     d = draft([user("q"), tool("c1", "out"), assistant(None, call("c2"))])
     body, _ = render(d)
-    assert body["messages"][1]["content"] == [marked("out")]
+    assert body["messages"][1] == {**tool("c1", "out"), "cache_control": EPHEMERAL}
     assert body["messages"][2] == assistant(None, call("c2"))
+
+
+def test_last_tool_result_is_marked_at_message_level_unless_the_client_marked_a_part() -> None:
+    body, _ = render(draft([user("q"), tool("c1", [{"type": "text", "text": "out"}])]))
+    assert body["messages"][1]["cache_control"] == EPHEMERAL
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "out"}]
+    sent = tool("c1", [marked("out"), {"type": "text", "text": "more"}])
+    body, report = render(draft([user("q"), sent]))
+    assert body["messages"][1] == sent
+    assert report.counters["breakpoints_added"] == 0
 
 
 def test_client_markers_are_kept_and_counted_ours_drop_client_part_first() -> None:
