@@ -25,7 +25,7 @@ class SSEvent:
 class SSEDecoder:
     """Incremental decoder. `feed(chunk)` -> complete events; `pending` -> bytes held back."""
 
-    __slots__ = ("_buf", "_pos", "_event_start", "_data", "_event", "_id", "_saw_field", "_cr")
+    __slots__ = ("_buf", "_cr", "_data", "_event", "_event_start", "_id", "_pos", "_saw_field")
 
     def __init__(self) -> None:
         self._buf = bytearray()

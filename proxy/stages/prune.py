@@ -1,9 +1,12 @@
 """Pruning: shorten old tool results, with sticky decisions (DESIGN §3, Pruning).
 
 Only `role: "tool"` messages are touched, in this order:
-1. Replay: a decision stored for a message's `tool_call_id` replaces its content byte-for-byte,
-   wherever the message is and whatever the settings: the provider has already seen it that way,
-   so replaying keeps its cached prefix (and the client's) intact.
+1. Replay: a decision stored for a result replaces its content byte-for-byte, wherever the
+   message is and whatever the settings: the provider has seen it that way, so replaying keeps
+   its cached prefix (and the client's) intact. Decisions are keyed by `tool_call_id`; since some
+   clients reuse ids, a stored cut is replayed only onto the result it describes (its kept text
+   starts the result, its marker gives the result's length), and a new decision whose id is
+   already taken is keyed `<tool_call_id>#<sha256 of the text, 16 hex>` instead.
 2. Kept whole: the newest `recent_keep` tool results, results of `exclude_tools`, everything at or
    before the client's last `cache_control` marker (on a message or on one of its content parts),
    results without a `tool_call_id` (no decision could be stored) and already pruned text.
@@ -20,6 +23,7 @@ message gets a string content (a single text part when a part carried `cache_con
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +36,7 @@ from proxy.types import Draft, Message, StageReport, Turn
 PERSISTED_OPEN = "<persisted-output"
 PERSISTED_CLOSE = "</persisted-output>"
 _PERSISTED_HEADER_LINES = 3
-_PRUNED = re.compile(r"\.\.\.\(truncated, original: \d+ chars\)(?:\n</persisted-output>)?\Z")
+_PRUNED = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)(?:\n</persisted-output>)?\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,38 +116,63 @@ def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
     return names
 
 
-def _candidates(messages: Sequence[Message], *, settings: PruneSettings) -> dict[int, str]:
-    """Index -> cut text of every result that rules 2 and 3 allow to shrink (no replays)."""
+def describes(stored: str, text: str) -> bool:
+    """True when `stored` is `text` or a cut of it: its kept part starts `text` and its marker
+    gives `text`'s length. Guards replay against clients that reuse a tool_call_id."""
+    if stored == text:
+        return True
+    match = _PRUNED.search(stored)
+    return (
+        match is not None
+        and int(match[1]) == len(text)
+        and text.startswith(stored[: match.start()])
+    )
+
+
+def decision_key(call_id: str, text: str) -> str:
+    """The key of a decision for a result whose `tool_call_id` is already taken by another."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{call_id}#{digest}"
+
+
+def _replay(
+    out: list[Message], texts: Mapping[int, str], decisions: Mapping[str, str]
+) -> tuple[dict[str, int], set[int]]:
+    """Rule 1, in place on the copied list `out`: the counters so far and the decided indices."""
+    counts = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
+    decided: set[int] = set()
+    for index, text in texts.items():
+        call_id = out[index]["tool_call_id"]
+        keys = (call_id, decision_key(call_id, text))
+        stored = next((s for k in keys if (s := decisions.get(k)) and describes(s, text)), None)
+        if stored is None:
+            continue
+        decided.add(index)
+        if (new := with_text(out[index], stored)) != out[index]:
+            out[index] = new
+            counts["replayed"] += 1
+            counts["chars_pruned"] += len(text) - len(stored)
+    return counts, decided
+
+
+def _candidates(
+    messages: Sequence[Message], texts: Mapping[int, str], *, settings: PruneSettings
+) -> dict[int, str]:
+    """Index -> cut text of every result that rules 2 and 3 allow to shrink."""
     names = _tool_names(messages)
     tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
     marked = [i for i, m in enumerate(messages) if has_cache_control(m)]
     boundary = marked[-1] if marked else -1
     found: dict[int, str] = {}
-    for index in tools:
-        call_id = messages[index].get("tool_call_id")
-        if index in recent or index <= boundary or not isinstance(call_id, str):
+    for index, text in texts.items():
+        if index in recent or index <= boundary:
             continue
-        if names.get(call_id) in settings.exclude_tools:
+        if names.get(messages[index]["tool_call_id"]) in settings.exclude_tools:
             continue
-        cut = pruned_text(content_text(messages[index].get("content")), settings=settings)
-        if cut is not None:
+        if (cut := pruned_text(text, settings=settings)) is not None:
             found[index] = cut
     return found
-
-
-def _replay(out: list[Message], decisions: Mapping[str, str]) -> dict[str, int]:
-    """Rule 1, in place on the copied list `out`; the counters so far."""
-    counts = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
-    for index, message in enumerate(out):
-        stored = decisions.get(str(message.get("tool_call_id")))
-        if message.get("role") != "tool" or stored is None:
-            continue
-        if (new := with_text(message, stored)) != message:
-            out[index] = new
-            counts["replayed"] += 1
-            counts["chars_pruned"] += len(content_text(message.get("content"))) - len(stored)
-    return counts
 
 
 def prune_tool_results(
@@ -156,28 +185,32 @@ def prune_tool_results(
 ) -> tuple[list[Message], StageReport]:
     """Replay stored decisions and take a batch of new ones (rules above); never mutates input.
 
-    `decisions` maps tool_call_id -> stored content; `last_request_at` None means unknown. Counters:
-    chars_pruned (replays and new cuts), pruned (new), replayed, deferred (held back by batching).
-    Returns the messages as they are when `enabled` is false.
+    `decisions` maps keys (see module doc) -> stored content; `last_request_at` None means
+    unknown. Counters: chars_pruned (replays and new cuts), pruned (new), replayed, deferred
+    (held back by batching). Returns the messages as they are when `enabled` is false.
     """
     out = list(messages)
     if not settings.enabled:
         return out, StageReport(stage="prune")
-    counts = _replay(out, decisions)
-    found = {
-        index: cut
-        for index, cut in _candidates(messages, settings=settings).items()
-        if str(messages[index].get("tool_call_id")) not in decisions
+    texts = {
+        index: content_text(message.get("content"))
+        for index, message in enumerate(messages)
+        if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str)
     }
-    savings = sum(len(content_text(messages[i].get("content"))) - len(c) for i, c in found.items())
+    counts, decided = _replay(out, texts, decisions)
+    found = _candidates(messages, texts, settings=settings)
+    found = {index: cut for index, cut in found.items() if index not in decided}
+    savings = sum(len(texts[index]) - len(cut) for index, cut in found.items())
     cold = _cache_cold(settings, now, last_request_at)
     if not found or savings < settings.min_savings_chars or not cold:
         counts["deferred"] = len(found)
         return out, StageReport(stage="prune", counters=counts)
     taken: dict[str, str] = {}
     for index, cut in found.items():
+        call_id = messages[index]["tool_call_id"]
+        taken_id = call_id in decisions or call_id in taken
+        taken[decision_key(call_id, texts[index]) if taken_id else call_id] = cut
         out[index] = with_text(messages[index], cut)
-        taken[str(messages[index]["tool_call_id"])] = cut
     counts["pruned"] = len(found)
     counts["chars_pruned"] += savings
     return out, StageReport(stage="prune", counters=counts, decisions=taken)

@@ -1,0 +1,66 @@
+"""An OpenAI-compatible upstream: the body goes as is; the answer comes back as bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aiohttp
+import orjson
+
+from proxy.adapters.http_client import Timeouts, iter_body, open_response, read_body
+from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
+from proxy.ports import UpstreamReply
+from proxy.types import JSON
+
+
+class OpenAIUpstream:
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        api_key: str | None,
+        timeouts: Timeouts,
+    ) -> None:
+        self._session = session
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        self._timeouts = timeouts
+
+    async def send_chat(
+        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+    ) -> UpstreamReply:
+        out = upstream_request_headers(headers, rebuilt_body=True)
+        out["Content-Type"] = "application/json"
+        key = api_key or self._api_key
+        if key:
+            out["Authorization"] = f"Bearer {key}"
+        response = await open_response(
+            self._session,
+            "POST",
+            self._url,
+            headers=out,
+            data=orjson.dumps(body),
+            timeouts=self._timeouts,
+        )
+        relayed = client_response_headers(response.headers, decoded_body=True)
+
+        async def release() -> None:
+            # A finished body returns its connection to the pool; an unfinished one (a client
+            # gone mid-stream, a cancelled request) is closed so the upstream stops generating.
+            if response.content.at_eof():
+                response.release()
+            else:
+                response.close()
+
+        streaming = response.status == 200 and "text/event-stream" in response.headers.get(
+            "Content-Type", ""
+        )
+        if streaming:
+            stream = iter_body(response, idle_s=self._timeouts.idle_s)
+            return UpstreamReply(response.status, relayed, None, stream, release)
+        try:
+            data = await read_body(response, timeouts=self._timeouts)
+        finally:
+            await release()
+        return UpstreamReply(response.status, relayed, data, None, release)

@@ -1,0 +1,237 @@
+"""The async shell around the pure pipeline: load a `Turn`, run the stages, compact when due,
+and write what happened back to the store. No HTTP here; `proxy.server.chat` calls it.
+
+The store is never a dependency of the request path: a failing store yields an empty state and
+the request goes through without state features (`Turn.state` empty, `degraded` set).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from proxy.compactor import CompactionJob, CompactionOutcome, Compactor
+from proxy.errors import StoreUnavailable
+from proxy.history import history_salt, lineage, longest_matching
+from proxy.models import context_window
+from proxy.pipeline import draft_from_body, run_stages
+from proxy.ports import StateStore, WorkspaceSource
+from proxy.settings import UpstreamSettings
+from proxy.stack import Stack, validate
+from proxy.stages.compact import should_compact, soft_threshold, threshold_tokens
+from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction, Turn
+from proxy.usage import Usage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The outgoing request and everything known about how it was made."""
+
+    turn: Turn
+    body: JSON
+    reports: tuple[StageReport, ...]
+    lineage: str
+    threshold: int
+    covers: int
+    compaction: CompactionOutcome | None = None
+    store_degraded: bool = False
+
+
+class ContextEngine:
+    def __init__(
+        self,
+        *,
+        store: StateStore,
+        workspace: WorkspaceSource,
+        compactor: Compactor,
+        stacks: Mapping[str, Stack],
+        upstreams: Mapping[str, UpstreamSettings],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self._workspace = workspace
+        self._compactor = compactor
+        self._stacks = stacks
+        self._upstreams = upstreams
+        self._clock = clock
+
+    async def load_turn(self, tenant: str, session: str, model: str) -> tuple[Turn, bool]:
+        """The request's facts; `True` as second value when the store could not be read."""
+        stack = self._stacks[tenant]
+        upstream = self._upstreams[stack.tenant.upstream]
+        degraded = False
+        try:
+            state = await self.store.load(tenant, session)
+        except StoreUnavailable:
+            state, degraded = SessionState(), True
+        try:
+            view = self._workspace.view(tenant, session)
+        except Exception:  # a workspace problem never fails a request
+            log.warning("workspace of %s unreadable", tenant)
+            view = dataclasses.replace(Turn(tenant, session, model, 0).workspace)
+        window = stack.tenant.model_window or context_window(model)
+        turn = Turn(
+            tenant=tenant,
+            session=session,
+            model=model,
+            now=self._clock(),
+            state=state,
+            workspace=view,
+            cache_style=upstream.cache_style,
+            model_window=window,
+        )
+        return turn, degraded
+
+    async def prepare(
+        self, body: JSON, *, turn: Turn, api_key: str | None, force_compact: bool = False
+    ) -> Prepared:
+        stack = self._stacks[turn.tenant]
+        settings = stack.tenant.compact
+        client = draft_from_body(body)
+        draft, reports = run_stages(stack.before, client, turn)
+        applied = _applied(client, turn)
+        line = lineage(turn.tenant, client.system.client, client.messages)
+        threshold = threshold_tokens(settings, model_window=turn.model_window)
+        covers = applied.covers if applied else 0
+        last = _last_prompt_tokens(turn.state, line, covers)
+        outcome = None
+        if settings.enabled and (force_compact or should_compact(last, threshold=threshold)):
+            outcome = await self._compact(stack, client, draft, turn, applied, api_key)
+            if outcome is not None and outcome.status == "done":
+                draft = dataclasses.replace(draft, messages=outcome.messages)
+                covers = outcome.compaction.covers if outcome.compaction else covers
+        elif (
+            settings.enabled
+            and settings.mode == "async"
+            and last >= soft_threshold(threshold, settings=settings)
+        ):
+            job = self._job(stack, client, draft, turn, applied, api_key)
+            self._compactor.start_background(job)
+        body_out, after = stack.finish(draft, turn)
+        body_out, check = validate(
+            body_out, client_messages=body["messages"], style=turn.cache_style
+        )
+        return Prepared(
+            turn=turn,
+            body=body_out,
+            reports=(*reports, *after, check),
+            lineage=line,
+            threshold=threshold,
+            covers=covers,
+            compaction=outcome,
+        )
+
+    async def _compact(
+        self,
+        stack: Stack,
+        client: Draft,
+        draft: Draft,
+        turn: Turn,
+        applied: StoredCompaction | None,
+        api_key: str | None,
+    ) -> CompactionOutcome | None:
+        if stack.tenant.compact.mode == "async" and self._compactor.running(
+            turn.tenant, turn.session
+        ):
+            return None  # a background summary is on its way; nobody waits for it
+        return await self._compactor.run(self._job(stack, client, draft, turn, applied, api_key))
+
+    async def persist_outputs(self, prepared: Prepared) -> int:
+        """Store the full texts that budgets replaced by `<persisted-output>` blocks.
+
+        Returns how many could not be stored (the store is down): those ids will 404."""
+        lost = 0
+        for report in prepared.reports:
+            for output_id, text in report.outputs.items():
+                try:
+                    await self.store.put_output(prepared.turn.tenant, output_id, text)
+                except StoreUnavailable:
+                    lost += 1
+        return lost
+
+    async def record(
+        self, prepared: Prepared, *, usage: Usage | None, completed: bool, messages_in: int
+    ) -> bool:
+        """Write the request's outcome to the session state; False if the store was down."""
+        turn = prepared.turn
+        fields: dict[str, str | int | float] = {
+            "model": turn.model,
+            "threshold_tokens": prepared.threshold,
+            "messages_in": messages_in,
+            "messages_out": len(prepared.body.get("messages", [])),
+            "updated_at": self._clock(),
+        }
+        if usage is not None and completed:
+            fields.update(
+                last_prompt_tokens=usage.prompt_tokens,
+                last_cached_tokens=usage.cached_tokens,
+                last_completion_tokens=usage.completion_tokens,
+                lineage=prepared.lineage,
+                covers=prepared.covers,
+            )
+        done = prepared.compaction is not None and prepared.compaction.status == "done"
+        counters = {
+            "requests": 1,
+            "compactions": int(done),
+            "chars_pruned": count(prepared.reports, "chars_pruned"),
+        }
+        decisions = {k: v for r in prepared.reports for k, v in r.decisions.items()}
+        try:
+            await self.store.record_turn(
+                turn.tenant, turn.session, fields=fields, counters=counters, decisions=decisions
+            )
+        except StoreUnavailable:
+            return False
+        return True
+
+    def _job(
+        self,
+        stack: Stack,
+        client: Draft,
+        draft: Draft,
+        turn: Turn,
+        applied: StoredCompaction | None,
+        api_key: str | None,
+    ) -> CompactionJob:
+        return CompactionJob(
+            tenant=turn.tenant,
+            session=turn.session,
+            client_history=client.messages,
+            client_system=client.system.client,
+            working=draft.messages,
+            prefix_body_for=lambda messages: stack.prefix_body(draft, turn, messages),
+            model=turn.model,
+            api_key=api_key,
+            applied=applied,
+            upstream=stack.tenant.upstream,
+            settings=stack.tenant.compact,
+        )
+
+
+def count(reports: tuple[StageReport, ...], name: str) -> int:
+    """A counter summed over every stage report."""
+    return sum(r.counters.get(name, 0) for r in reports)
+
+
+def _applied(client: Draft, turn: Turn) -> StoredCompaction | None:
+    if not turn.state.compactions:
+        return None
+    salt = history_salt(turn.tenant, client.system.client)
+    return longest_matching(client.messages, turn.state.compactions, salt=salt)
+
+
+def _last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
+    """The previous request's prompt tokens, if they describe this conversation as it is sent now.
+
+    Usage of another lineage (a sub-agent sharing the session id) does not count, nor usage
+    measured before a newer stored summary was applied (it would re-trigger at once)."""
+    if state.fields.get("lineage") != line:
+        return 0
+    if covers > state.int_field("covers"):
+        return 0
+    return state.int_field("last_prompt_tokens")

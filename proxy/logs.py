@@ -1,0 +1,33 @@
+"""Structured JSON logs, one object per line. Message contents and secrets are never logged:
+call sites log ids, counts and exception type names only."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": round(time.time(), 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            entry["request_id"] = request_id
+        if record.exc_info and record.exc_info[0] is not None:
+            entry["exc"] = record.exc_info[0].__name__
+        return json.dumps(entry)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

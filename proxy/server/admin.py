@@ -1,0 +1,73 @@
+"""Health, readiness, persisted outputs and the sessions view (scoped to the caller's tenant)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from aiohttp import web
+
+from proxy.errors import NotFound, StoreUnavailable
+from proxy.identity import SAFE_ID
+from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE
+from proxy.server.keys import Caller
+
+T = TypeVar("T")
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """200 while serving, with the store's health; 503 only while starting or draining."""
+    phase = request.app[LIFECYCLE].phase
+    if phase != "serving":
+        return web.json_response({"status": phase}, status=503)
+    ok = await request.app[ENGINE].store.ping()
+    return web.json_response({"status": "serving", "store": "ok" if ok else "degraded"})
+
+
+async def get_output(request: web.Request) -> web.Response:
+    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    output_id = request.match_info["id"]
+    if not SAFE_ID.match(output_id):
+        raise NotFound("No such output.")
+    text = await _store_call(request.app[ENGINE].store.get_output(caller.tenant, output_id))
+    if text is None:
+        raise NotFound("No such output.")
+    return web.Response(text=text, content_type="text/plain")
+
+
+async def list_sessions(request: web.Request) -> web.Response:
+    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    limit = min(int(request.query.get("limit", "100") or 100), 1000)
+    tenant = None if caller.admin and request.query.get("all") else caller.tenant
+    rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
+    return web.json_response({"sessions": rows})
+
+
+async def session_detail(request: web.Request) -> web.Response:
+    caller: Caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    tenant = _tenant_for(request, caller)
+    session = request.match_info["id"]
+    if not SAFE_ID.match(session):
+        raise NotFound("No such session.")
+    detail = await _store_call(request.app[ENGINE].store.session_detail(tenant, session))
+    if detail is None:
+        raise NotFound("No such session.")
+    return web.json_response(detail)
+
+
+def _tenant_for(request: web.Request, caller: Caller) -> str:
+    """Admins may name another tenant with `?tenant=`; everyone else sees their own."""
+    asked = request.query.get("tenant")
+    return asked if asked and caller.admin else caller.tenant
+
+
+async def _store_call(call: Awaitable[T]) -> T:
+    """The store's answer; while it is down these views answer 503 (requests still flow)."""
+    try:
+        return await call
+    except StoreUnavailable as exc:
+        raise StoreUnavailable("The session store is unavailable; try again shortly.") from exc

@@ -1,0 +1,161 @@
+"""`create_app(settings, ports=None)`: the one factory, wiring concrete adapters together.
+
+Everything app-scoped is built in one `cleanup_ctx` and torn down in reverse: the HTTP client
+session, the state store, the upstream adapters, the summarizers, the compactor, the engine.
+`ports` lets a caller (tests, the demo) supply its own store or workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from proxy.adapters.anthropic_upstream import AnthropicUpstream
+from proxy.adapters.http_client import Timeouts
+from proxy.adapters.memory_state import MemoryStore
+from proxy.adapters.openai_upstream import OpenAIUpstream
+from proxy.adapters.redis_state import RedisStore
+from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.adapters.workspace import FileWorkspace
+from proxy.compactor import Compactor
+from proxy.engine import ContextEngine
+from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
+from proxy.server import admin
+from proxy.server.appkeys import ENGINE, HTTP, KEYRING, LIFECYCLE, SETTINGS, UPSTREAMS, Lifecycle
+from proxy.server.chat import chat_completions
+from proxy.server.keys import KeyRing
+from proxy.server.middlewares import error_boundary
+from proxy.server.passthrough import passthrough
+from proxy.settings import Settings, UpstreamSettings
+from proxy.stack import build_stack
+from proxy.stages.compact import CompactSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    store: StateStore | None = None
+    workspace: WorkspaceSource | None = None
+
+
+def create_app(settings: Settings, ports: Ports | None = None) -> web.Application:
+    app = web.Application(
+        middlewares=[error_boundary], client_max_size=settings.server.max_body_bytes
+    )
+    app[SETTINGS] = settings
+    app[KEYRING] = KeyRing(settings.tenants, settings.server.admin_keys)
+    app[LIFECYCLE] = Lifecycle()
+    app.cleanup_ctx.append(_resources(ports or Ports()))
+    app.on_shutdown.append(_drain)
+    app.router.add_get("/healthz", admin.healthz)
+    app.router.add_get("/readyz", admin.readyz)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/chat/completions", chat_completions)
+    app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)
+    app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
+    app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)
+    app.router.add_route("*", "/v1/{tail:.*}", passthrough)
+    return app
+
+
+def _resources(ports: Ports):  # type: ignore[no-untyped-def]
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        settings = app[SETTINGS]
+        http = aiohttp.ClientSession(auto_decompress=True, trust_env=False)
+        store = ports.store or make_store(settings)
+        summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
+        app[HTTP] = http
+        app[UPSTREAMS] = {
+            name: make_upstream(settings.upstreams[t.upstream], http)
+            for name, t in settings.tenants.items()
+        }
+        compactor = Compactor(store=store, summarizers=summarizers, settings=CompactSettings())
+        app[ENGINE] = ContextEngine(
+            store=store,
+            workspace=ports.workspace or make_workspace(settings),
+            compactor=compactor,
+            stacks={name: build_stack(t) for name, t in settings.tenants.items()},
+            upstreams=settings.upstreams,
+        )
+        app[LIFECYCLE].phase = "serving"
+        yield
+        app[LIFECYCLE].phase = "draining"
+        await compactor.aclose()
+        await asyncio.gather(*app[LIFECYCLE].tasks, return_exceptions=True)
+        for summarizer in summarizers.values():
+            await summarizer.close()  # type: ignore[attr-defined]
+        if ports.store is None:
+            await store.close()
+        await http.close()
+
+    return resources
+
+
+async def _drain(app: web.Application) -> None:
+    app[LIFECYCLE].phase = "draining"
+
+
+def make_store(settings: Settings) -> StateStore:
+    store = settings.store
+    if store.url.startswith("memory://"):
+        workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+
+        def archive_dir(tenant: str) -> Path | None:
+            found = workspaces.get(tenant)
+            return found / "sessions" if found is not None else None
+
+        return MemoryStore(session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir)
+    return RedisStore(
+        store.url,
+        key_prefix=store.key_prefix,
+        session_ttl_s=store.session_ttl_s,
+        op_timeout_s=store.op_timeout_s,
+    )
+
+
+def make_workspace(settings: Settings) -> WorkspaceSource:
+    managed = next(
+        (t.bootstrap.managed_dir for t in settings.tenants.values() if t.bootstrap.managed_dir),
+        None,
+    )
+    return FileWorkspace(
+        workspaces={name: t.workspace for name, t in settings.tenants.items()},
+        managed_dir=Path(managed) if managed else None,
+    )
+
+
+def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
+    if upstream.kind == "anthropic":
+        return AnthropicUpstream(
+            session=http,
+            base_url=upstream.base_url,
+            api_key=upstream.api_key,
+            default_max_tokens=upstream.default_max_tokens,
+            connect_timeout_s=upstream.connect_timeout_s,
+            first_byte_timeout_s=upstream.first_byte_timeout_s,
+            idle_timeout_s=upstream.idle_timeout_s,
+            timeout_s=upstream.timeout_s,
+        )
+    timeouts = Timeouts(
+        connect_s=upstream.connect_timeout_s,
+        first_byte_s=upstream.first_byte_timeout_s,
+        idle_s=upstream.idle_timeout_s,
+        total_s=upstream.timeout_s,
+    )
+    return OpenAIUpstream(
+        session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
+    )
+
+
+def make_summarizer(upstream: UpstreamSettings) -> Summarizer:
+    if upstream.kind == "anthropic":
+        return AnthropicSummarizer(
+            base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+        )
+    return OpenAISummarizer(
+        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+    )

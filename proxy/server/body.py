@@ -1,0 +1,64 @@
+"""Parsing and checking a chat-completions request body."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from proxy.errors import BadRequest
+from proxy.types import JSON
+
+log = logging.getLogger(__name__)
+
+# Keys some gateways honour to pick the upstream; the client never picks ours (DESIGN §5).
+ROUTING_KEYS = ("base_url", "api_base", "api_key")
+
+
+async def read_chat_body(request: web.Request) -> JSON:
+    """The JSON body, checked enough to run the pipeline. `BadRequest` names what is wrong."""
+    raw = await request.read()
+    try:
+        body: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
+    if not isinstance(body, dict):
+        raise BadRequest("Request body must be a JSON object.")
+    checked: JSON = body
+    check_chat_body(checked)
+    dropped = [k for k in ROUTING_KEYS if k in checked]
+    if dropped:
+        log.info("ignored client routing keys: %s", ",".join(dropped))
+        checked = {k: v for k, v in checked.items() if k not in ROUTING_KEYS}
+    return checked
+
+
+def check_chat_body(body: JSON) -> None:
+    messages = body.get("messages")
+    if messages is None:
+        raise BadRequest("Missing required parameter: 'messages'.", param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty array.", param="messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise BadRequest(
+                f"'messages[{index}]' must be an object with a string 'role'.",
+                param=f"messages[{index}]",
+            )
+    if "model" in body and not isinstance(body["model"], str):
+        raise BadRequest("'model' must be a string.", param="model")
+    if "stream" in body and not isinstance(body["stream"], bool | None):
+        raise BadRequest("'stream' must be a boolean.", param="stream")
+
+
+def with_usage_requested(body: JSON) -> tuple[JSON, bool]:
+    """For a stream, ask for the usage chunk if the client did not; True if we added it."""
+    if not body.get("stream"):
+        return body, False
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        return body, False
+    merged = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    return {**body, "stream_options": merged}, True

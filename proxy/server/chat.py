@@ -1,0 +1,99 @@
+"""`POST /v1/chat/completions`: parse, build the turn, run the pipeline, forward, relay."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from proxy.engine import ContextEngine, Prepared, count
+from proxy.identity import session_id
+from proxy.pipeline import draft_from_body
+from proxy.ports import Upstream, UpstreamReply
+from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE, SETTINGS, UPSTREAMS
+from proxy.server.body import read_chat_body, with_usage_requested
+from proxy.server.relay import Relayed, relay_body, relay_stream
+from proxy.types import JSON
+
+OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    started = time.monotonic()
+    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    body = await read_chat_body(request)
+    tenant = request.app[SETTINGS].tenants[caller.tenant]
+    engine = request.app[ENGINE]
+    client = draft_from_body(body)
+    session = session_id(
+        tenant=caller.tenant,
+        headers=request.headers,
+        body=body,
+        client_system=client.system.client,
+        history=client.messages,
+    )
+    turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
+    api_key = caller.token if tenant.forward_client_key else None
+    upstream = request.app[UPSTREAMS][caller.tenant]
+    prepared = await engine.prepare(body, turn=turn, api_key=api_key)
+    reply = await _send(engine, upstream, prepared, request, api_key)
+    if _is_overflow(reply):  # compact and retry once, transparently
+        await reply.release()
+        prepared = await engine.prepare(body, turn=turn, api_key=api_key, force_compact=True)
+        reply = await _send(engine, upstream, prepared, request, api_key)
+    headers = ctx_headers(prepared, session, degraded=degraded)
+    try:
+        if reply.stream is not None:
+            response, relayed = await relay_stream(
+                request,
+                reply,
+                headers=headers,
+                drop_usage_chunk=_added_usage(body),
+                started=started,
+            )
+        else:
+            response, relayed = await relay_body(request, reply, headers=headers)
+    finally:
+        await reply.release()
+    request.app[LIFECYCLE].spawn(_record(engine, prepared, relayed, len(body["messages"])))
+    return response
+
+
+async def _send(
+    engine: ContextEngine,
+    upstream: Upstream,
+    prepared: Prepared,
+    request: web.Request,
+    api_key: str | None,
+) -> UpstreamReply:
+    await engine.persist_outputs(prepared)
+    outgoing, _ = with_usage_requested(prepared.body)
+    return await upstream.send_chat(outgoing, headers=request.headers, api_key=api_key)
+
+
+def _added_usage(body: JSON) -> bool:
+    return with_usage_requested(body)[1]
+
+
+def _is_overflow(reply: UpstreamReply) -> bool:
+    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)
+
+
+async def _record(engine: ContextEngine, prepared: Prepared, relayed: Relayed, n: int) -> None:
+    await engine.record(prepared, usage=relayed.usage, completed=relayed.completed, messages_in=n)
+
+
+def ctx_headers(prepared: Prepared, session: str, *, degraded: bool) -> dict[str, str]:
+    """What each mechanism did, for the client to see (DESIGN §5)."""
+    state = prepared.turn.state
+    done = prepared.compaction is not None and prepared.compaction.status == "done"
+    headers = {
+        "X-Ctx-Session": session,
+        "X-Ctx-Compacted": "1" if done else "0",
+        "X-Ctx-Pruned-Chars": str(count(prepared.reports, "chars_pruned")),
+        "X-Ctx-Last-Prompt-Tokens": str(state.int_field("last_prompt_tokens")),
+        "X-Ctx-Cached-Tokens": str(state.int_field("last_cached_tokens")),
+    }
+    if degraded:
+        headers["X-Ctx-Store"] = "degraded"
+    return headers

@@ -1,0 +1,42 @@
+"""HTTP concerns only: a request id, and one error boundary rendering OpenAI-shaped errors."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from proxy.errors import BodyTooLarge, CtxProxyError, error_body
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID = web.RequestKey("request_id", str)
+
+
+@web.middleware
+async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[REQUEST_ID] = secrets.token_hex(8)
+    try:
+        response = await handler(request)
+    except CtxProxyError as exc:
+        log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc.error_type)
+        return _error(exc.status, exc.to_body())
+    except web.HTTPRequestEntityTooLarge:
+        exc2 = BodyTooLarge("Request body is larger than the proxy's max_body_bytes.")
+        return _error(413, exc2.to_body())
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = "not_found" if exc.status == 404 else None
+        return _error(exc.status, error_body(exc.reason, "invalid_request_error", code=code))
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return _error(500, error_body("Internal proxy error.", "server_error"))
+    response.headers.setdefault("X-Request-Id", request[REQUEST_ID])
+    return response
+
+
+def _error(status: int, body: dict[str, object]) -> web.Response:
+    return web.json_response(body, status=status)

@@ -1,0 +1,60 @@
+"""Every other `/v1/*` path goes to the tenant's upstream untouched, in both directions.
+
+Bodies stream both ways and are never decoded (`Content-Encoding` crosses as it came); only the
+credential is replaced and hop-by-hop headers are dropped.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from proxy.adapters.http_client import Timeouts, iter_body, open_response
+from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
+from proxy.server.appkeys import HTTP, KEYRING, SETTINGS
+from proxy.settings import UpstreamSettings
+
+
+def upstream_url(upstream: UpstreamSettings, tail: str, query: str) -> str:
+    base = upstream.base_url.rstrip("/")
+    if upstream.kind == "anthropic" and not base.endswith("/v1"):
+        base += "/v1"
+    return f"{base}/{tail}" + (f"?{query}" if query else "")
+
+
+async def passthrough(request: web.Request) -> web.StreamResponse:
+    settings = request.app[SETTINGS]
+    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    tenant = settings.tenants[caller.tenant]
+    upstream = settings.upstreams[tenant.upstream]
+    headers = upstream_request_headers(request.headers, rebuilt_body=False)
+    key = caller.token if tenant.forward_client_key and caller.token else upstream.api_key
+    if key and upstream.kind == "anthropic":
+        headers["x-api-key"] = key
+    elif key:
+        headers["Authorization"] = f"Bearer {key}"
+    timeouts = Timeouts(
+        connect_s=upstream.connect_timeout_s,
+        first_byte_s=upstream.first_byte_timeout_s,
+        idle_s=upstream.idle_timeout_s,
+    )
+    data = request.content.iter_any() if request.body_exists else None
+    reply = await open_response(
+        request.app[HTTP],
+        request.method,
+        upstream_url(upstream, request.match_info["tail"], request.query_string),
+        headers=headers,
+        data=data,
+        timeouts=timeouts,
+        decompress=False,
+    )
+    try:
+        response = web.StreamResponse(
+            status=reply.status, headers=client_response_headers(reply.headers, decoded_body=False)
+        )
+        await response.prepare(request)
+        async for chunk in iter_body(reply, idle_s=timeouts.idle_s):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+    finally:
+        reply.close()

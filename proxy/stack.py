@@ -1,0 +1,77 @@
+"""A tenant's context pipeline, built once at start-up from its settings (STYLE rule 4).
+
+before compaction:  stored summary → tool-result budgets → pruning
+(compaction, async, in `proxy.compactor`)
+after compaction:   bootstrap
+then:               cache layout (render) → pre-flight validation
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from proxy.pipeline import Stage, run_stages
+from proxy.settings import TenantSettings
+from proxy.stages import bootstrap, budgets, cache, compact, prune
+from proxy.stages.validate import validate_request
+from proxy.types import JSON, Draft, Message, StageReport, Turn
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    tenant: TenantSettings
+    before: tuple[tuple[str, Stage], ...]
+    after: tuple[tuple[str, Stage], ...]
+
+    def render(self, draft: Draft, turn: Turn) -> tuple[JSON, StageReport]:
+        """The outgoing body of a finished draft (cache layout)."""
+        return cache.render_request(draft, turn, settings=self.tenant.cache)
+
+    def finish(self, draft: Draft, turn: Turn) -> tuple[JSON, list[StageReport]]:
+        """After-compaction stages, render and validation; fail-open at every step."""
+        draft, reports = run_stages(self.after, draft, turn)
+        try:
+            body, report = self.render(draft, turn)
+        except Exception as exc:  # fail-open: send the plain assembly instead
+            body, report = plain_body(draft), StageReport("cache", skipped=type(exc).__name__)
+        reports.append(report)
+        return body, reports
+
+    def prefix_body(self, draft: Draft, turn: Turn, messages: Sequence[Message]) -> JSON:
+        """What the upstream would be sent for `messages`: for a summarizer reusing the cache."""
+        prefix = Draft(body=draft.body, system=draft.system, messages=tuple(messages))
+        prefix, _ = run_stages(self.after, prefix, turn)
+        body, _ = self.render(prefix, turn)
+        return body
+
+
+def build_stack(tenant: TenantSettings) -> Stack:
+    before: list[tuple[str, Stage]] = []
+    if tenant.compact.enabled:
+        before.append(("compact", partial(compact.run, settings=tenant.compact)))
+    if tenant.budgets.enabled:
+        before.append(("budgets", partial(budgets.run, settings=tenant.budgets)))
+    if tenant.prune.enabled:
+        before.append(("prune", partial(prune.run, settings=tenant.prune)))
+    after: list[tuple[str, Stage]] = []
+    if tenant.bootstrap.enabled:
+        after.append(("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap)))
+    return Stack(tenant=tenant, before=tuple(before), after=tuple(after))
+
+
+def validate(
+    body: JSON, *, client_messages: Sequence[Message], style: str
+) -> tuple[JSON, StageReport]:
+    try:
+        return validate_request(
+            body, client_messages=client_messages, allow_cache_control=style == "anthropic"
+        )
+    except Exception as exc:  # fail-open
+        return body, StageReport("validate", skipped=type(exc).__name__)
+
+
+def plain_body(draft: Draft) -> JSON:
+    system = [*draft.system.client]
+    return {**draft.body, "messages": [*system, *draft.messages]}

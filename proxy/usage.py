@@ -1,0 +1,56 @@
+"""Token usage as upstreams report it (OpenAI format; the Anthropic translation maps into it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+
+def usage_from(payload: Any) -> Usage | None:
+    """The `usage` object of a completion or chunk, or None when absent or malformed."""
+    if not isinstance(payload, dict):
+        return None
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        prompt_tokens=_int(usage.get("prompt_tokens")),
+        completion_tokens=_int(usage.get("completion_tokens")),
+        cached_tokens=_int(cached if cached is not None else usage.get("cache_read_input_tokens")),
+        cache_creation_tokens=_int(usage.get("cache_creation_input_tokens")),
+    )
+
+
+def usage_from_body(body: bytes) -> Usage | None:
+    try:
+        return usage_from(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def is_usage_only_chunk(payload: Any) -> bool:
+    """The extra chunk that `stream_options.include_usage` adds: no choices, a usage object.
+
+    Both forms seen in the wild count: `"choices": []` and `"choices": null`.
+    """
+    return (
+        isinstance(payload, dict)
+        and not payload.get("choices")
+        and isinstance(payload.get("usage"), dict)
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
