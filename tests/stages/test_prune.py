@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from proxy.stages import budgets as budgets_stage
 from proxy.stages import prune
 from proxy.stages.budgets import BudgetSettings, apply_budgets
 from proxy.stages.prune import PruneSettings, prune_tool_results
@@ -34,6 +37,11 @@ def pruned(
         now=now,
         last_request_at=last,
     )
+
+
+def cut(letter: str, size: int, keep: int = 200) -> str:
+    """What pruning makes of a result of `size` times `letter`."""
+    return letter * keep + MARK.format(size)
 
 
 def history(*sizes: int, name: str = "bash") -> list[Message]:
@@ -90,10 +98,24 @@ def test_prune_replays_a_stored_decision_byte_for_byte_whatever_the_settings() -
     assert replay.counters["chars_pruned"] == report.counters["chars_pruned"]
 
 
-def test_prune_replays_even_a_recent_result_and_a_foreign_string() -> None:
-    out, report = pruned(history(10, 10), {"c1": "kept elsewhere"})
-    assert out[4]["content"] == "kept elsewhere"
+def test_prune_replays_even_a_recent_result_cut_with_other_settings() -> None:
+    out, report = pruned(history(1_000, 1_000), {"c1": cut("b", 1_000, keep=50)})
+    assert out[4]["content"] == cut("b", 1_000, keep=50)
     assert report.counters["replayed"] == 1 and report.decisions == {}
+
+
+def test_prune_does_not_replay_a_decision_made_for_another_result_with_the_same_id() -> None:
+    messages = [*history(1_000, 1, 1), *exchange("c0", "z" * 900), *exchange("c9", "y")]
+    _, report = pruned(messages[:7])
+    assert report.decisions == {"c0": cut("a", 1_000)}
+    later = [*exchange("c10", "x"), *exchange("c11", "x")]
+    again, report = pruned(messages + later, {"c0": cut("a", 1_000)})
+    assert again[2]["content"] == cut("a", 1_000)
+    assert again[8]["content"] == cut("z", 900)
+    key = prune.decision_key("c0", "z" * 900)
+    assert report.decisions == {key: cut("z", 900)} and key.startswith("c0#")
+    replayed, report = pruned(messages, {"c0": cut("a", 1_000), key: cut("z", 900)}, recent_keep=9)
+    assert replayed == again[: len(messages)] and report.counters["replayed"] == 2
 
 
 def test_prune_takes_new_decisions_only_in_batches_of_min_savings() -> None:
@@ -110,8 +132,8 @@ def test_prune_takes_new_decisions_only_in_batches_of_min_savings() -> None:
 
 def test_prune_batch_still_replays_old_decisions_while_holding_new_ones() -> None:
     messages = history(1_000, 1_000, 1, 1)
-    out, report = pruned(messages, {"c0": "old"}, min_savings_chars=10_000)
-    assert out[2]["content"] == "old" and out[4] is messages[4]
+    out, report = pruned(messages, {"c0": cut("a", 1_000)}, min_savings_chars=10_000)
+    assert out[2]["content"] == cut("a", 1_000) and out[4] is messages[4]
     assert report.counters["replayed"] == 1 and report.counters["deferred"] == 1
 
 
@@ -127,12 +149,12 @@ def test_prune_waits_for_a_cold_cache_when_configured(last: float | None, taken:
 def test_prune_run_reads_decisions_and_last_request_from_session_state(
     updated_at: str, taken: bool
 ) -> None:
-    state = SessionState(fields={"updated_at": updated_at}, decisions={"c1": "stored"})
+    state = SessionState(fields={"updated_at": updated_at}, decisions={"c1": cut("b", 1_000, 10)})
     start = draft(history(1_000, 1_000, 1, 1), temperature=0)
     settings = replace(DEFAULTS, when_cache_cold_s=300)
     out, report = prune.run(start, turn(state=state, now=1_000_000.0), settings=settings)
     assert out.body == start.body and isinstance(out.messages, tuple)
-    assert out.messages[4]["content"] == "stored"
+    assert out.messages[4]["content"] == cut("b", 1_000, 10)
     assert bool(report.decisions) is taken
 
 
@@ -161,9 +183,9 @@ def test_prune_marker_on_a_user_message_protects_everything_before_it() -> None:
 def test_prune_replays_decisions_before_the_marker_since_the_provider_saw_them() -> None:
     messages = history(1_000, 1, 1)
     messages[2] = marked(messages[2], on_part=True)
-    out, _ = pruned(messages, {"c0": "stored"})
+    out, _ = pruned(messages, {"c0": cut("a", 1_000)})
     assert out[2]["content"] == [
-        {"type": "text", "text": "stored", "cache_control": {"type": "ephemeral"}}
+        {"type": "text", "text": cut("a", 1_000), "cache_control": {"type": "ephemeral"}}
     ]
 
 
@@ -229,3 +251,55 @@ def test_prune_keeps_parallel_results_paired() -> None:
         "c1",
     ]
     assert set(report.decisions) == {"p0", "p1", "p2"}
+
+
+TRACES = sorted((Path(__file__).resolve().parents[3] / "shared" / "traces").glob("*.json"))
+TIGHT = BudgetSettings(
+    persist_over_chars=8_000,
+    command_max_chars=3_000,
+    error_head_tail_chars=500,
+    per_turn_max_chars=12_000,
+)
+
+
+def request_points(messages: list[Message]) -> list[int]:
+    """Lengths of the prefixes a client sent: each ends right before an assistant message."""
+    ends = [i for i in range(1, len(messages)) if messages[i]["role"] == "assistant"]
+    return [*ends, len(messages)]
+
+
+def assert_paired(messages: list[Message] | tuple[Message, ...]) -> None:
+    """Every tool result directly follows (with its siblings) the assistant call it answers."""
+    open_ids: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in open_ids
+            open_ids.discard(message["tool_call_id"])
+        else:
+            open_ids = {c["id"] for c in message.get("tool_calls") or ()}
+
+
+@pytest.mark.parametrize("budgets", [BudgetSettings(), TIGHT], ids=["default", "tight"])
+@pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
+def test_replayed_sessions_keep_pairing_and_all_other_messages(
+    path: Path, budgets: BudgetSettings
+) -> None:
+    messages = orjson.loads(path.read_bytes())["messages"]
+    pristine = copy.deepcopy(messages)
+    decisions: dict[str, str] = {}
+    previous: tuple[Message, ...] = ()
+    for end in request_points(messages):
+        start = draft(messages[:end])
+        state = SessionState(decisions=dict(decisions))
+        after_budgets, _ = budgets_stage.run(start, turn(state=state), settings=budgets)
+        out, report = prune.run(after_budgets, turn(state=state), settings=DEFAULTS)
+        assert [m["role"] for m in out.messages] == [m["role"] for m in start.messages]
+        for new, old in zip(out.messages, start.messages, strict=True):
+            assert new is old or new["role"] == "tool"
+            assert new.get("tool_call_id") == old.get("tool_call_id")
+        assert_paired(out.messages)
+        for new, old in zip(out.messages, previous, strict=False):
+            assert new == old or new["content"] in report.decisions.values()
+        decisions.update(report.decisions)
+        previous = out.messages
+    assert messages == pristine
