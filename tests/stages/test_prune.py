@@ -10,6 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from proxy.stages import budgets as budgets_stage
 from proxy.stages import prune
@@ -303,3 +306,110 @@ def test_replayed_sessions_keep_pairing_and_all_other_messages(
         decisions.update(report.decisions)
         previous = out.messages
     assert messages == pristine
+
+
+SMALL_BUDGETS = BudgetSettings(
+    persist_over_chars=3_000,
+    preview_bytes=300,
+    command_max_chars=1_500,
+    error_head_tail_chars=300,
+    per_turn_max_chars=5_000,
+)
+
+
+@st.composite
+def result_contents(draw: st.DrawFn) -> Any:
+    """A tool result: plain, error-like, multi-byte; a string, text parts or other JSON."""
+    size = draw(st.sampled_from([0, 40, 280, 301, 755, 1_200, 2_000, 3_500, 6_000]))
+    line = draw(st.sampled_from(["x" * 30, "é" * 7, "ok 😀", "word " * 20]))
+    text = ((line + "\n") * (size // (len(line) + 1) + 1))[:size]
+    if draw(st.booleans()):
+        text = (
+            draw(st.sampled_from(["Traceback (most recent call last):\n", "Exit code 1\n"])) + text
+        )
+    form = draw(st.sampled_from(["str", "str", "parts", "marked", "json"]))
+    if form == "parts":
+        return [{"type": "text", "text": text[: size // 2]}, {"type": "text", "text": text}]
+    if form == "marked":
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+    return {"stdout": text, "code": 1} if form == "json" else text
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    """User turns, each followed by steps of 1-3 parallel tool calls and their results."""
+    messages: list[Message] = []
+    ids = iter(range(1_000))
+    for turn_no in range(draw(st.integers(1, 5))):
+        opening = user(f"task {turn_no}")
+        messages.append(marked(opening, on_part=True) if draw(st.booleans()) else opening)
+        for _ in range(draw(st.integers(0, 3))):
+            names = draw(
+                st.lists(st.sampled_from(["bash", "read", "skill"]), min_size=1, max_size=3)
+            )
+            calls = [call(f"call_{next(ids)}", name) for name in names]
+            messages.append(assistant(None, *calls))
+            messages += [tool(c["id"], draw(result_contents())) for c in calls]
+        messages.append(assistant(f"done {turn_no}"))
+    return messages
+
+
+prune_settings = st.builds(
+    PruneSettings,
+    recent_keep=st.integers(0, 4),
+    max_chars=st.sampled_from([100, 300]),
+    keep_chars=st.sampled_from([50, 200]),
+    min_savings_chars=st.sampled_from([0, 500, 5_000]),
+    exclude_tools=st.sampled_from([(), ("skill",)]),
+)
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(messages=histories(), prune_with=prune_settings)
+def test_budgets_then_prune_keep_histories_valid_stable_and_idempotent(
+    messages: list[Message], prune_with: PruneSettings
+) -> None:
+    before = copy.deepcopy(messages)
+    budgeted, _ = apply_budgets(messages, settings=SMALL_BUDGETS)
+    out, report = prune_tool_results(
+        budgeted, settings=prune_with, decisions={}, now=0.0, last_request_at=None
+    )
+    assert messages == before
+    assert_paired(out)
+    for new, old, mid in zip(out, messages, budgeted, strict=True):
+        assert new is old or (new["role"] == "tool" and new["tool_call_id"] == old["tool_call_id"])
+        text = prune.content_text(mid["content"]) if mid["role"] == "tool" else ""
+        assert len(text) <= SMALL_BUDGETS.persist_over_chars or text.startswith("<persisted-")
+    assert apply_budgets(budgeted, settings=SMALL_BUDGETS)[0] == budgeted
+    assert_prune_rules(budgeted, out, prune_with)
+    for decisions in ({}, report.decisions):
+        again, _ = prune_tool_results(
+            out, settings=prune_with, decisions=decisions, now=0.0, last_request_at=None
+        )
+        assert again == out
+    replayed, _ = prune_tool_results(
+        budgeted,
+        settings=PruneSettings(recent_keep=99),
+        decisions=report.decisions,
+        now=0.0,
+        last_request_at=None,
+    )
+    assert replayed == out
+
+
+def assert_prune_rules(before: list[Message], after: list[Message], rules: PruneSettings) -> None:
+    """Untouched: the newest `recent_keep` results, excluded tools, all up to the last marker."""
+    tools = [i for i, m in enumerate(before) if m["role"] == "tool"]
+    marks = [i for i, m in enumerate(before) if prune.has_cache_control(m)]
+    protected = set(tools[len(tools) - rules.recent_keep :] if rules.recent_keep else [])
+    protected |= set(range(marks[-1] + 1 if marks else 0))
+    names = {c["id"]: c["function"]["name"] for m in before for c in m.get("tool_calls") or ()}
+    for index in tools:
+        if index in protected or names[before[index]["tool_call_id"]] in rules.exclude_tools:
+            assert after[index] is before[index]
+        elif after[index] is not before[index]:
+            text = prune.content_text(before[index]["content"])
+            assert len(text) > rules.max_chars
+            assert prune.content_text(after[index]["content"]).endswith(
+                (MARK.format(len(text)), MARK.format(len(text)) + "\n</persisted-output>")
+            )
