@@ -111,6 +111,7 @@ def find_cache_markers(value: Any, path: Path = ()) -> list[Path]:
 
 
 def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:
+    """The client's system messages as sent, or one message: static, client, dynamic."""
     if not system.static and not system.dynamic:
         return list(system.client)
     sent = [m for m in system.client if m.get("content")]
@@ -134,7 +135,7 @@ def _text_parts(text: str) -> list[JSON]:
 
 def _as_parts(message: Message) -> list[JSON]:
     """A message's content as parts (client parts kept as sent); a message-level marker moves onto
-    the last part. A list that was not JSON-like enough to carry a part is kept as it is."""
+    the last part unless that part carries its own."""
     content = message.get("content")
     parts: list[JSON] = list(content) if isinstance(content, list) else _text_parts(str(content))
     marker = message.get("cache_control")
