@@ -1,0 +1,202 @@
+"""A fake OpenAI-compatible upstream: a real aiohttp server speaking JSON and SSE.
+
+It records what it received and answers from a script of `Reply` objects (then `default`).
+A request whose last message asks for a `<summary>` is a summarizer call: it is answered with
+`summary_text` and recorded in `summary_requests` as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    content: str = "Hello from the fake upstream."
+    tool_calls: list[dict[str, Any]] | None = None
+    prompt_tokens: int | None = None
+    """Reported `usage.prompt_tokens`; None = chars of the request messages / 4."""
+    cached_tokens: int = 0
+    completion_tokens: int = 7
+    headers: dict[str, str] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    first_byte_delay_s: float = 0.0
+    chunk_delay_s: float = 0.0
+    chunks: int = 3
+    cut_after: int | None = None
+    """Stream: drop the connection after this many content chunks (mid-event if `half`)."""
+    half_event: bool = False
+    usage_choices_null: bool = False
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    at: float
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.summary_requests: list[Received] = []
+        self.script: deque[Reply] = deque()
+        self.default = Reply()
+        self.summary_text = (
+            "<analysis>checked</analysis><summary>SUMMARY OF EARLIER TURNS</summary>"
+        )
+        self.cancelled: list[float] = []
+
+    @property
+    def chat(self) -> list[Received]:
+        """Chat requests that were not summarizer calls."""
+        return [r for r in self.received if r not in self.summary_requests]
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1 << 30)
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_post("/v1/embeddings", self.embeddings)
+        return app
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        body = orjson.loads(await request.read())
+        received = Received(request.path, dict(request.headers), body, time.monotonic())
+        self.received.append(received)
+        if _is_summary_call(body):
+            self.summary_requests.append(received)
+            return web.json_response(_completion(body, Reply(content=self.summary_text)))
+        reply = self.script.popleft() if self.script else self.default
+        try:
+            await asyncio.sleep(reply.first_byte_delay_s)
+            if reply.status != 200:
+                error = reply.error or {
+                    "message": "scripted error",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+                return web.json_response(
+                    {"error": error}, status=reply.status, headers=reply.headers
+                )
+            if body.get("stream"):
+                return await self._stream(request, body, reply)
+            return web.json_response(_completion(body, reply), headers=reply.headers)
+        except asyncio.CancelledError:
+            self.cancelled.append(time.monotonic())
+            raise
+
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], reply: Reply
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", **reply.headers}
+        )
+        await response.prepare(request)
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": body.get("model", "fake"),
+        }
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        pieces = _split(reply.content, reply.chunks)
+        for index, piece in enumerate(pieces):
+            if reply.cut_after is not None and index >= reply.cut_after:
+                if reply.half_event:
+                    await response.write(b'data: {"id": "chatcmpl-fake", "cho')
+                assert request.transport is not None
+                request.transport.close()
+                return response
+            delta: dict[str, Any] = {"content": piece}
+            if index == 0:
+                delta["role"] = "assistant"
+            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+            await asyncio.sleep(reply.chunk_delay_s)
+        final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        await response.write(b"data: " + orjson.dumps(final) + b"\n\n")
+        if include_usage:
+            usage_chunk = {
+                **base,
+                "choices": None if reply.usage_choices_null else [],
+                "usage": _usage(body, reply),
+            }
+            await response.write(b"data: " + orjson.dumps(usage_chunk) + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def models(self, request: web.Request) -> web.Response:
+        self.received.append(Received(request.path, dict(request.headers), {}, time.monotonic()))
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [{"id": "fake-model", "object": "model", "created": 1, "owned_by": "fake"}],
+            }
+        )
+
+    async def embeddings(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        self.received.append(Received(request.path, dict(request.headers), body, time.monotonic()))
+        return web.json_response(
+            {
+                "object": "list",
+                "model": body.get("model"),
+                "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
+                "usage": {"prompt_tokens": 2, "total_tokens": 2},
+            }
+        )
+
+
+def _is_summary_call(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    return last.get("role") == "user" and isinstance(content, str) and "<summary>" in content
+
+
+def estimate_prompt_tokens(body: dict[str, Any]) -> int:
+    return len(orjson.dumps(body.get("messages", []))) // 4
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt = (
+        reply.prompt_tokens if reply.prompt_tokens is not None else estimate_prompt_tokens(body)
+    )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": prompt + reply.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+    }
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    finish = "stop"
+    if reply.tool_calls:
+        message = {"role": "assistant", "content": None, "tool_calls": reply.tool_calls}
+        finish = "tool_calls"
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage(body, reply),
+    }
+
+
+def _split(text: str, parts: int) -> list[str]:
+    size = max(1, -(-len(text) // max(parts, 1)))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
