@@ -66,11 +66,14 @@ class AnthropicSummarizer:
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
         """The text blocks of one non-streaming Messages answer to `body`, joined ("" if none)."""
-        client = self._client
-        if api_key and api_key != client.api_key:
-            client = client.with_options(api_key=api_key)
+        key = api_key or self._client.api_key or ""
+        # The Messages API's documented credential header (the SDK would send a bearer token).
+        headers: dict[str, str | anthropic.Omit] = {
+            "X-Api-Key": key,
+            "Authorization": anthropic.omit,
+        }
         request: dict[str, Any] = {**to_messages_request(body), "stream": False}
-        message = await client.messages.create(**request)
+        message = await self._client.messages.create(**request, extra_headers=headers)
         return "".join(block.text for block in message.content if block.type == "text")
 
     async def close(self) -> None:

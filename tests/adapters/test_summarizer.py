@@ -1,0 +1,174 @@
+"""Summarizer adapters against real in-process servers speaking the providers' wire formats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from proxy.adapters.memory_state import MemoryStore
+from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.compactor import Compactor
+from proxy.pipeline import body_with_messages
+from proxy.stages.compact import SUMMARY_PREFIX, CompactSettings, build_summary_body
+from tests.factories import assistant, exchange, system, user
+from tests.fakes.anthropic_upstream import FakeAnthropic, text
+
+JSON = dict[str, Any]
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+
+
+class FakeOpenAI:
+    """`POST /v1/chat/completions`, non-streaming, recording every request."""
+
+    def __init__(self, *, answer: str = "<analysis>x</analysis><summary>S</summary>") -> None:
+        self.answer = answer
+        self.status = 200
+        self.delay_s = 0.0
+        self.received: list[tuple[JSON, dict[str, str]]] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.received.append((body, dict(request.headers)))
+        await asyncio.sleep(self.delay_s)
+        if self.status != 200:
+            error = {"message": "boom", "type": "server_error", "param": None, "code": None}
+            return web.json_response({"error": error}, status=self.status)
+        return web.json_response(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
+
+
+@pytest.fixture
+def fake() -> FakeOpenAI:
+    return FakeOpenAI()
+
+
+@pytest.fixture
+async def summarizer(
+    fake: FakeOpenAI, aiohttp_server: ServerFactory
+) -> AsyncIterator[OpenAISummarizer]:
+    server = await aiohttp_server(fake.app())
+    adapter = OpenAISummarizer(
+        base_url=str(server.make_url("/v1")), api_key="sk-configured", timeout_s=2.0
+    )
+    yield adapter
+    await adapter.close()
+
+
+def summary_body() -> JSON:
+    prefix = {
+        "model": "gpt-4o",
+        "messages": [system("sys"), user("the bucket is s3://acme-logs"), assistant("noted")],
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {}}}],
+    }
+    return build_summary_body(prefix, settings=CompactSettings(), model="gpt-4o")
+
+
+async def test_openai_summarizer_sends_the_body_and_returns_the_text(
+    fake: FakeOpenAI, summarizer: OpenAISummarizer
+) -> None:
+    body = summary_body()
+    assert await summarizer.complete(body, api_key=None) == fake.answer
+    [(sent, headers)] = fake.received
+    assert sent["messages"] == body["messages"] and sent["tools"] == body["tools"]
+    assert sent["tool_choice"] == "none" and sent["max_tokens"] == body["max_tokens"]
+    assert not sent.get("stream") and headers["Authorization"] == "Bearer sk-configured"
+
+
+async def test_openai_summarizer_forwards_the_clients_key(
+    fake: FakeOpenAI, summarizer: OpenAISummarizer
+) -> None:
+    await summarizer.complete(summary_body(), api_key="sk-client")
+    assert fake.received[0][1]["Authorization"] == "Bearer sk-client"
+
+
+async def test_openai_summarizer_raises_on_an_error_without_retrying(
+    fake: FakeOpenAI, summarizer: OpenAISummarizer
+) -> None:
+    fake.status = 500
+    with pytest.raises(openai.APIStatusError):
+        await summarizer.complete(summary_body(), api_key=None)
+    assert len(fake.received) == 1
+
+
+async def test_openai_summarizer_times_out(fake: FakeOpenAI, aiohttp_server: ServerFactory) -> None:
+    fake.delay_s = 2.0
+    server = await aiohttp_server(fake.app())
+    adapter = OpenAISummarizer(base_url=str(server.make_url("/v1")), api_key="k", timeout_s=0.1)
+    with pytest.raises(openai.APITimeoutError):
+        await adapter.complete(summary_body(), api_key=None)
+    await adapter.close()
+
+
+async def test_compaction_end_to_end_through_the_openai_summarizer(
+    fake: FakeOpenAI, summarizer: OpenAISummarizer
+) -> None:
+    history = [user("my name is Grace, ticket INC-0042")]
+    for i in range(3):
+        history += [user(f"q{i}"), *exchange(f"c{i}", f"r{i}"), assistant(f"a{i}")]
+    compactor = Compactor(
+        store=MemoryStore(), summarizers={"openai": summarizer}, settings=CompactSettings()
+    )
+    outcome = await compactor.compact(
+        tenant="t", session="s", client_history=history, client_system=[system("sys")],
+        working=history, model="gpt-4o", api_key=None, upstream="openai",
+        prefix_body_for=lambda ms: body_with_messages({"model": "gpt-4o"}, [system("sys"), *ms]),
+    )  # fmt: skip
+    assert outcome.status == "done"
+    assert outcome.messages[0] == user(SUMMARY_PREFIX + "S")
+    assert "INC-0042" in json.dumps(fake.received[0][0]["messages"])
+
+
+async def test_anthropic_summarizer_translates_and_returns_the_text(
+    aiohttp_server: ServerFactory,
+) -> None:
+    fake = FakeAnthropic(api_key="sk-ant-client")
+    fake.script(text("<summary>S</summary>"))
+    server = await aiohttp_server(fake.app())
+    adapter = AnthropicSummarizer(
+        base_url=str(server.make_url("")), api_key="sk-ant-configured", timeout_s=2.0
+    )
+    body = {**summary_body(), "model": "claude-sonnet-4-5"}
+    assert await adapter.complete(body, api_key="sk-ant-client") == "<summary>S</summary>"
+    [received] = fake.received
+    assert received.headers["x-api-key"] == "sk-ant-client"
+    assert received.body["system"][0]["text"] == "sys"
+    assert received.body["tool_choice"] == {"type": "none"}
+    assert received.body["max_tokens"] == body["max_tokens"] and not received.body.get("stream")
+    await adapter.close()
+
+
+async def test_anthropic_summarizer_raises_on_a_rejected_key(
+    aiohttp_server: ServerFactory,
+) -> None:
+    server = await aiohttp_server(FakeAnthropic(api_key="right").app())
+    adapter = AnthropicSummarizer(base_url=str(server.make_url("")), api_key="wrong")
+    with pytest.raises(anthropic.AuthenticationError):
+        await adapter.complete(summary_body(), api_key=None)
+    await adapter.close()
