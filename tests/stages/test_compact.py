@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -233,3 +235,22 @@ def test_disabled_stage_applies_nothing() -> None:
     out, _ = run(draft([system("sys"), *history]), turn(state=state),
                  settings=CompactSettings(enabled=False))  # fmt: skip
     assert out.messages == tuple(history)
+
+
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces")
+@pytest.mark.parametrize("keep_recent", [1, 4, 10])
+def test_splitting_real_agent_sessions_keeps_every_tool_result_with_its_call(
+    keep_recent: int,
+) -> None:
+    for path in sorted(TRACES.glob("*.json")):
+        messages = [m for m in json.loads(path.read_text())["messages"] if m["role"] != "system"]
+        plan = plan_compaction(messages, keep_recent=keep_recent)
+        assert plan is not None, path.name
+        out = splice_summary(messages, plan, "S")
+        called: set[str] = set()
+        for message in out:
+            called |= {c["id"] for c in message.get("tool_calls", ())}
+            assert message["role"] != "tool" or message["tool_call_id"] in called, path.name
