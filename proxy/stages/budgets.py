@@ -37,6 +37,9 @@ DEFAULT_ERROR_PATTERN = (
 )
 PERSISTED_OPEN = "<persisted-output"
 PERSISTED_CLOSE = "</persisted-output>"
+_BLOCK_HEAD = re.compile(r'<persisted-output id="[0-9a-f]{32}" chars="\d+">\n')
+_BLOCK_FRAME = 512
+"""A block is at most its preview plus this much (header and close): a bigger look-alike is not."""
 _MARKER_RESERVE = 64
 """Room left for the `[N lines truncated]` line, so cut text stays within its limit."""
 
@@ -52,6 +55,13 @@ class BudgetSettings:
     error_pattern: str = DEFAULT_ERROR_PATTERN
     error_head_tail_chars: int = 5_000
     per_turn_max_chars: int = 200_000
+
+    def __post_init__(self) -> None:
+        re.compile(self.error_pattern)  # a bad pattern fails at start-up, not per request
+        if self.command_keep not in ("head_tail", "head"):
+            raise ValueError(f"command_keep must be 'head_tail' or 'head': {self.command_keep!r}")
+        if min(self.persist_over_chars, self.command_max_chars, self.per_turn_max_chars) <= 0:
+            raise ValueError("budgets limits must be positive")
 
 
 def content_text(content: Any) -> str:
@@ -98,8 +108,13 @@ def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
     return oid, block
 
 
-def is_persisted(text: str) -> bool:
-    return text.startswith(PERSISTED_OPEN) and text.endswith(PERSISTED_CLOSE)
+def is_persisted(text: str, *, preview_bytes: int) -> bool:
+    """True for a block this stage wrote (header, close tag and size all fit)."""
+    return (
+        len(text) <= preview_bytes + _BLOCK_FRAME
+        and text.endswith(PERSISTED_CLOSE)
+        and _BLOCK_HEAD.match(text) is not None
+    )
 
 
 def cut_lines(text: str, *, head: int, tail: int) -> str:
@@ -176,7 +191,7 @@ def apply_budgets(
     for group in _result_groups(messages):
         for index in group:
             text = content_text(messages[index].get("content"))
-            if is_persisted(text):
+            if is_persisted(text, preview_bytes=settings.preview_bytes):
                 continue
             texts[index] = text
             if len(text) > settings.persist_over_chars:
@@ -205,7 +220,7 @@ def _fit_turn(
         if sum(sizes.values()) <= settings.per_turn_max_chars:
             return
         oid, block = persisted_block(texts[index], preview_bytes=settings.preview_bytes)
-        if len(block) < sizes[index] and not is_persisted(content_text(out[index].get("content"))):
+        if len(block) < sizes[index]:  # never when rule 2 already persisted this text
             outputs[oid] = texts[index]
             out[index] = with_text(out[index], block)
             sizes[index] = len(block)
@@ -216,7 +231,7 @@ def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
     for index, text in texts.items():
         new = content_text(out[index].get("content"))
         if new != text:
-            counts["persisted" if is_persisted(new) else "truncated"] += 1
+            counts["persisted" if new.startswith(PERSISTED_OPEN) else "truncated"] += 1
             counts["chars_saved"] += len(text) - len(new)
     return counts
 

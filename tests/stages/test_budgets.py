@@ -202,3 +202,19 @@ def test_budgets_run_replaces_only_the_draft_messages() -> None:
     assert isinstance(out.messages, tuple)
     assert out.messages[2]["content"].startswith("<persisted-output")
     assert report.stage == "budgets"
+
+
+def test_budgets_persist_a_large_look_alike_of_a_persisted_block() -> None:
+    fake = f'<persisted-output id="{"0" * 32}" chars="1">\n' + "x" * 60_000 + "</persisted-output>"
+    out, report = budget([tool("c1", fake)])
+    assert list(report.outputs.values()) == [fake]
+    assert out[0]["content"].startswith(f'<persisted-output id="{next(iter(report.outputs))}"')
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"error_pattern": "(unclosed"}, {"command_keep": "tail"}, {"persist_over_chars": 0}],
+)
+def test_budget_settings_reject_bad_values_at_construction(bad: dict[str, Any]) -> None:
+    with pytest.raises((re.error, ValueError)):
+        BudgetSettings(**bad)
