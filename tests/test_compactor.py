@@ -190,7 +190,7 @@ async def test_the_lock_lets_only_one_of_two_concurrent_compactions_summarize() 
     summarizer.gate = asyncio.Event()
     history = conversation(3)
     first = asyncio.create_task(request(compactor, store, history))
-    await asyncio.sleep(0.01)
+    await summarizer.started.wait()  # the first holds the lock, inside the summarizer call
     second = await request(compactor, store, history)
     summarizer.gate.set()
     assert (second.status, second.reason) == ("skipped", "locked")
