@@ -49,6 +49,10 @@ class PruneSettings:
     when_cache_cold_s: float | None = None
     exclude_tools: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if min(self.recent_keep, self.max_chars, self.keep_chars, self.min_savings_chars) < 0:
+            raise ValueError("prune settings must not be negative")
+
 
 def content_text(content: Any) -> str:
     """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""

@@ -413,3 +413,8 @@ def assert_prune_rules(before: list[Message], after: list[Message], rules: Prune
             assert prune.content_text(after[index]["content"]).endswith(
                 (MARK.format(len(text)), MARK.format(len(text)) + "\n</persisted-output>")
             )
+
+
+def test_prune_settings_reject_negative_values() -> None:
+    with pytest.raises(ValueError):
+        PruneSettings(recent_keep=-1)
