@@ -9,11 +9,11 @@ then:               cache layout (render) → pre-flight validation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from proxy.pipeline import Stage, run_stages
-from proxy.settings import TenantSettings
+from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
 from proxy.stages.validate import validate_request
 from proxy.types import JSON, Draft, Message, StageReport, Turn
@@ -47,7 +47,10 @@ class Stack:
         return body
 
 
-def build_stack(tenant: TenantSettings) -> Stack:
+def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
+    """The tenant's stages; the upstream decides whether a `prompt_cache_key` is sent."""
+    if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
+        tenant = replace(tenant, cache=replace(tenant.cache, send_prompt_cache_key=True))
     before: list[tuple[str, Stage]] = []
     if tenant.compact.enabled:
         before.append(("compact", partial(compact.run, settings=tenant.compact)))

@@ -26,7 +26,16 @@ from proxy.compactor import Compactor
 from proxy.engine import ContextEngine
 from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.server import admin
-from proxy.server.appkeys import ENGINE, HTTP, KEYRING, LIFECYCLE, SETTINGS, UPSTREAMS, Lifecycle
+from proxy.server.appkeys import (
+    ENGINE,
+    HTTP,
+    KEYRING,
+    LIFECYCLE,
+    OBSERVERS,
+    SETTINGS,
+    UPSTREAMS,
+    Lifecycle,
+)
 from proxy.server.chat import chat_completions
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary
@@ -49,6 +58,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[SETTINGS] = settings
     app[KEYRING] = KeyRing(settings.tenants, settings.server.admin_keys)
     app[LIFECYCLE] = Lifecycle()
+    app[OBSERVERS] = []
     app.cleanup_ctx.append(_resources(ports or Ports()))
     app.on_shutdown.append(_drain)
     app.router.add_get("/healthz", admin.healthz)
@@ -78,7 +88,10 @@ def _resources(ports: Ports):  # type: ignore[no-untyped-def]
             store=store,
             workspace=ports.workspace or make_workspace(settings),
             compactor=compactor,
-            stacks={name: build_stack(t) for name, t in settings.tenants.items()},
+            stacks={
+                name: build_stack(t, settings.upstreams[t.upstream])
+                for name, t in settings.tenants.items()
+            },
             upstreams=settings.upstreams,
         )
         app[LIFECYCLE].phase = "serving"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 from aiohttp import web
@@ -14,6 +14,9 @@ from proxy.engine import ContextEngine
 from proxy.ports import Upstream
 from proxy.server.keys import KeyRing
 from proxy.settings import Settings
+
+if TYPE_CHECKING:
+    from proxy.server.observe import Observer
 
 
 @dataclass(slots=True)
@@ -35,3 +38,4 @@ LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ENGINE = web.AppKey("engine", ContextEngine)
 UPSTREAMS = web.AppKey("upstreams", Mapping[str, Upstream])
 HTTP = web.AppKey("http", aiohttp.ClientSession)
+OBSERVERS = web.AppKey("observers", list["Observer"])

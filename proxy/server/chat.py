@@ -10,9 +10,10 @@ from proxy.engine import ContextEngine, Prepared, count
 from proxy.identity import session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import Upstream, UpstreamReply
-from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE, SETTINGS, UPSTREAMS
+from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE, OBSERVERS, SETTINGS, UPSTREAMS
 from proxy.server.body import read_chat_body, with_usage_requested
-from proxy.server.relay import Relayed, relay_body, relay_stream
+from proxy.server.observe import Observer, Trace, notify
+from proxy.server.relay import relay_body, relay_stream
 from proxy.types import JSON
 
 OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
@@ -36,8 +37,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     api_key = caller.token if tenant.forward_client_key else None
     upstream = request.app[UPSTREAMS][caller.tenant]
     prepared = await engine.prepare(body, turn=turn, api_key=api_key)
+    prepare_s = time.monotonic() - started
     reply = await _send(engine, upstream, prepared, request, api_key)
-    if _is_overflow(reply):  # compact and retry once, transparently
+    overflow = _is_overflow(reply) and tenant.compact.enabled
+    if overflow:  # compact and retry once, transparently
         await reply.release()
         prepared = await engine.prepare(body, turn=turn, api_key=api_key, force_compact=True)
         reply = await _send(engine, upstream, prepared, request, api_key)
@@ -55,7 +58,21 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             response, relayed = await relay_body(request, reply, headers=headers)
     finally:
         await reply.release()
-    request.app[LIFECYCLE].spawn(_record(engine, prepared, relayed, len(body["messages"])))
+    trace = Trace(
+        tenant=caller.tenant,
+        session=session,
+        model=turn.model,
+        stream=reply.stream is not None,
+        status=reply.status,
+        prepared=prepared,
+        relayed=relayed,
+        messages_in=len(body["messages"]),
+        prepare_s=prepare_s,
+        upstream_s=time.monotonic() - started - prepare_s,
+        store_degraded=degraded,
+        retried_overflow=overflow,
+    )
+    request.app[LIFECYCLE].spawn(_after(engine, request.app[OBSERVERS], trace))
     return response
 
 
@@ -79,8 +96,15 @@ def _is_overflow(reply: UpstreamReply) -> bool:
     return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)
 
 
-async def _record(engine: ContextEngine, prepared: Prepared, relayed: Relayed, n: int) -> None:
-    await engine.record(prepared, usage=relayed.usage, completed=relayed.completed, messages_in=n)
+async def _after(engine: ContextEngine, observers: list[Observer], trace: Trace) -> None:
+    """After the answer: session state first, then metrics and events."""
+    await engine.record(
+        trace.prepared,
+        usage=trace.relayed.usage,
+        completed=trace.relayed.completed,
+        messages_in=trace.messages_in,
+    )
+    await notify(observers, trace)
 
 
 def ctx_headers(prepared: Prepared, session: str, *, degraded: bool) -> dict[str, str]:
