@@ -7,9 +7,7 @@
                                    turn, and lead any user turn (the API requires it)
     first turn not `user`        → a user turn `PLACEHOLDER_TEXT` is inserted first (also when the
                                    request has no turns at all); empty turns are dropped
-    tools / tool_choice          → name, description, input_schema (+ strict, cache_control);
-                                   auto→auto, none→none, required→any, named function→tool;
-                                   parallel_tool_calls=false → disable_parallel_tool_use
+    tools / tool_choice          → see `proxy.translate.anthropic_tools`
     max_completion_tokens, else max_tokens, else `default_max_tokens` → max_tokens
     stop → stop_sequences; stream as is; user → metadata.user_id
     temperature, top_p, top_k → dropped by default: the SDK's `MessageCreateParams` (anthropic
@@ -27,7 +25,6 @@ Every other key is dropped, since the Messages API rejects unknown keys; among t
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from proxy.translate.anthropic_blocks import (
     assistant_blocks,
@@ -36,6 +33,7 @@ from proxy.translate.anthropic_blocks import (
     tool_result_block,
     with_message_cache_control,
 )
+from proxy.translate.anthropic_tools import tools_request
 from proxy.types import JSON, Message
 
 PLACEHOLDER_TEXT = "(continued)"
@@ -63,7 +61,7 @@ def to_messages_request(
     if system:
         out["system"] = system
     out["messages"] = conversation(messages)
-    out.update(_tools(body))
+    out.update(tools_request(body))
     if body.get("stop"):
         stop = body["stop"]
         out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
@@ -118,43 +116,6 @@ def _tool_results_first(turn: JSON) -> JSON:
     results = [b for b in blocks if b.get("type") == "tool_result"]
     others = [b for b in blocks if b.get("type") != "tool_result"]
     return {"role": "user", "content": results + others}
-
-
-def _tools(body: JSON) -> JSON:
-    tools = [_tool(tool) for tool in body.get("tools") or [] if isinstance(tool, dict)]
-    if not tools:
-        return {}
-    out: JSON = {"tools": tools}
-    choice = _tool_choice(body.get("tool_choice"))
-    if body.get("parallel_tool_calls") is False and (choice or {}).get("type") != "none":
-        choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
-    if choice:
-        out["tool_choice"] = choice
-    return out
-
-
-def _tool(tool: JSON) -> JSON:
-    function = tool.get("function") or {}
-    schema = function.get("parameters") or {"type": "object", "properties": {}}
-    out: JSON = {"name": function.get("name", ""), "input_schema": copy.deepcopy(schema)}
-    if function.get("description"):
-        out["description"] = function["description"]
-    if isinstance(function.get("strict"), bool):
-        out["strict"] = function["strict"]
-    cache_control = tool.get("cache_control") or function.get("cache_control")
-    if cache_control:
-        out["cache_control"] = copy.deepcopy(cache_control)
-    return out
-
-
-def _tool_choice(choice: Any) -> JSON | None:
-    if choice in ("auto", "none"):
-        return {"type": choice}
-    if choice == "required":
-        return {"type": "any"}
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        return {"type": "tool", "name": (choice.get("function") or {}).get("name", "")}
-    return None
 
 
 def _sampling(body: JSON) -> JSON:

@@ -1,5 +1,4 @@
-"""AnthropicUpstream against the fake Anthropic API (a real aiohttp server), and the openai SDK
-driving a minimal relay in front of it."""
+"""AnthropicUpstream against the fake Anthropic API (a real aiohttp server)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import openai
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -231,82 +229,3 @@ async def test_redirects_are_not_followed(aiohttp_server: ServerFactory) -> None
             session=session, base_url=str(server.make_url("")).rstrip("/"), api_key="k"
         )
         assert (await send(upstream, chat())).status == 307
-
-
-def relay_app(upstream: AnthropicUpstream) -> web.Application:
-    """A stand-in for the proxy's handler: send through the adapter and relay as it arrives."""
-
-    async def completions(request: web.Request) -> web.StreamResponse:
-        reply = await upstream.send_chat(
-            await request.json(), headers=request.headers, api_key=None
-        )
-        try:
-            if reply.stream is None:
-                return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
-            response = web.StreamResponse(status=reply.status, headers=reply.headers)
-            await response.prepare(request)
-            async for chunk in reply.stream:
-                await response.write(chunk)
-            await response.write_eof()
-            return response
-        finally:
-            await reply.release()
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", completions)
-    return app
-
-
-@pytest.fixture
-async def openai_client(
-    harness: Harness, aiohttp_server: ServerFactory
-) -> AsyncIterator[openai.AsyncOpenAI]:
-    relay = await aiohttp_server(relay_app(harness.upstream()))
-    async with openai.AsyncOpenAI(
-        base_url=str(relay.make_url("/v1")), api_key="client", max_retries=0
-    ) as client:
-        yield client
-
-
-async def test_openai_sdk_reads_translated_tool_calls(
-    harness: Harness, openai_client: openai.AsyncOpenAI
-) -> None:
-    harness.fake.script(tool_use(("toolu_1", "get_weather", {"city": "Paris"})))
-    completion = await openai_client.chat.completions.create(
-        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "Weather?"}]
-    )
-    choice = completion.choices[0]
-    assert choice.finish_reason == "tool_calls"
-    assert choice.message.tool_calls is not None
-    function = choice.message.tool_calls[0].function  # type: ignore[union-attr]
-    assert (function.name, json.loads(function.arguments)) == ("get_weather", {"city": "Paris"})
-    assert completion.usage is not None and completion.usage.prompt_tokens == 12
-
-
-async def test_openai_sdk_streams_text_and_usage(
-    harness: Harness, openai_client: openai.AsyncOpenAI
-) -> None:
-    harness.fake.script(text("Streaming through the proxy works."))
-    stream = await openai_client.chat.completions.create(
-        model="claude-sonnet-4-5",
-        messages=[{"role": "user", "content": "Hi"}],
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    pieces, usage = [], None
-    async for chunk in stream:
-        pieces += [c.delta.content or "" for c in chunk.choices]
-        usage = chunk.usage or usage
-    assert "".join(pieces) == "Streaming through the proxy works."
-    assert usage is not None and usage.completion_tokens == 5
-
-
-async def test_openai_sdk_raises_on_overload(
-    harness: Harness, openai_client: openai.AsyncOpenAI
-) -> None:
-    harness.fake.script(overloaded())
-    with pytest.raises(openai.APIStatusError) as raised:
-        await openai_client.chat.completions.create(
-            model="claude-sonnet-4-5", messages=[{"role": "user", "content": "Hi"}]
-        )
-    assert raised.value.status_code == 529
