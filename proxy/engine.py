@@ -209,6 +209,7 @@ class ContextEngine:
             api_key=api_key,
             applied=applied,
             upstream=stack.tenant.upstream,
+            use_transcript=turn.cache_style == "none",
             settings=stack.tenant.compact,
         )
 
