@@ -40,7 +40,8 @@ class AnthropicUpstream:
     """Sends chat-completions bodies to an Anthropic Messages endpoint over a shared session.
 
     `api_key` is the upstream's configured key; when None, the `api_key` passed to `send_chat`
-    (the client's own key) is used.
+    (the client's own key) is used. `default_max_tokens` and `keep_sampling` go to
+    `to_messages_request`.
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class AnthropicUpstream:
         api_key: str | None = None,
         anthropic_version: str = "2023-06-01",
         default_max_tokens: int = 4096,
+        keep_sampling: bool = False,
         connect_timeout_s: float = 5.0,
         first_byte_timeout_s: float = 120.0,
         idle_timeout_s: float = 300.0,
@@ -61,6 +63,7 @@ class AnthropicUpstream:
         self._api_key = api_key
         self._version = anthropic_version
         self._default_max_tokens = default_max_tokens
+        self._keep_sampling = keep_sampling
         self._connect_timeout_s = connect_timeout_s
         self._first_byte_timeout_s = first_byte_timeout_s
         self._idle_timeout_s = idle_timeout_s
@@ -70,7 +73,9 @@ class AnthropicUpstream:
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
     ) -> UpstreamReply:
         """Translate, send, and return the answer in OpenAI form (see the module docstring)."""
-        request = to_messages_request(body, default_max_tokens=self._default_max_tokens)
+        request = to_messages_request(
+            body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
+        )
         key = self._api_key if self._api_key is not None else api_key
         sent_headers = request_headers(headers, api_key=key, version=self._version)
         model = str(body.get("model", ""))
