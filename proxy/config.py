@@ -133,6 +133,11 @@ def _tenant(
             key=f"{where}.compact.summarizer_upstream",
             file=file,
         )
+    managed = built["bootstrap"].managed_dir
+    if managed is not None and not Path(managed).is_absolute():
+        built["bootstrap"] = replace(
+            built["bootstrap"], managed_dir=str((base / managed).resolve())
+        )
     workspace = tenant.workspace if tenant.workspace.is_absolute() else base / tenant.workspace
     return replace(tenant, name=name, workspace=workspace.resolve(), **built)
 
