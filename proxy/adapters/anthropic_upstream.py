@@ -39,8 +39,8 @@ SSE_TYPE = "text/event-stream"
 class AnthropicUpstream:
     """Sends chat-completions bodies to an Anthropic Messages endpoint over a shared session.
 
-    `api_key` is the upstream's configured key; when None, the `api_key` passed to `send_chat`
-    (the client's own key) is used. `default_max_tokens` and `keep_sampling` go to
+    `api_key` is the upstream's configured key; an `api_key` passed to `send_chat` (the client's
+    own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream. `default_max_tokens` and `keep_sampling` go to
     `to_messages_request`.
     """
 
@@ -76,7 +76,7 @@ class AnthropicUpstream:
         request = to_messages_request(
             body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
         )
-        key = self._api_key if self._api_key is not None else api_key
+        key = api_key or self._api_key  # the client's own key when the tenant forwards it
         sent_headers = request_headers(headers, api_key=key, version=self._version)
         model = str(body.get("model", ""))
         if not request.get("stream"):

@@ -1,0 +1,45 @@
+"""Bearer tokens map to tenants by digest; unknown ones are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.errors import Unauthorized
+from proxy.server.keys import KeyRing, bearer, digest
+from proxy.settings import TenantSettings
+
+
+def ring(open_tenant: bool = False) -> KeyRing:
+    tenants = {"a": TenantSettings(name="a", keys=(digest("key-a"),), workspace=Path("."))}
+    if open_tenant:
+        tenants["open"] = TenantSettings(name="open", workspace=Path("."))
+    return KeyRing(tenants, admin_keys=[digest("admin")])
+
+
+def test_known_key_maps_to_its_tenant() -> None:
+    caller = ring().identify("Bearer key-a")
+    assert (caller.tenant, caller.token, caller.admin) == ("a", "key-a", False)
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer nope", "Basic key-a", "Bearer "])
+def test_unknown_or_missing_bearer_is_401_without_an_open_tenant(header: str | None) -> None:
+    with pytest.raises(Unauthorized) as caught:
+        ring().identify(header)
+    assert caught.value.status == 401 and caught.value.code == "invalid_api_key"
+    assert "key-a" not in caught.value.message
+
+
+def test_open_tenant_takes_any_other_bearer() -> None:
+    assert ring(open_tenant=True).identify("Bearer sk-anything").tenant == "open"
+    assert ring(open_tenant=True).identify("Bearer key-a").tenant == "a"
+
+
+def test_admin_key_is_recognised() -> None:
+    assert ring(open_tenant=True).identify("Bearer admin").admin
+
+
+def test_bearer_parsing() -> None:
+    assert bearer("bearer tok") == "tok"
+    assert bearer("Token tok") is None
