@@ -18,16 +18,20 @@ MakeProxy = Callable[..., Awaitable[Proxy]]
 
 @pytest.fixture
 async def make_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeProxy:
-    async def make(*, workspace: bool = True, fake: FakeOpenAI | None = None, **values: Any) -> Proxy:
+    async def make(
+        *, workspace: bool = True, fake: FakeOpenAI | None = None, **values: Any
+    ) -> Proxy:
         fake = fake or FakeOpenAI()
         upstream = await aiohttp_server(fake.app())
-        config = write_config(tmp_path, upstream=str(upstream.make_url("")).rstrip("/"),
-                              workspace=workspace, **values)
+        config = write_config(
+            tmp_path, upstream=str(upstream.make_url("")).rstrip("/"), workspace=workspace, **values
+        )
         settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": "sk-upstream-secret"})
         app = create_app(settings)
         server = await aiohttp_server(app)  # TestServer cancels handlers on disconnect
-        return Proxy(fake=fake, server=server, app=app, settings=settings,
-                     workspace=tmp_path / "ws")
+        return Proxy(
+            fake=fake, server=server, app=app, settings=settings, workspace=tmp_path / "ws"
+        )
 
     return make
 

@@ -11,8 +11,6 @@ import openai
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.config import load_settings
-from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.fakes.openai_upstream import FakeOpenAI
 
@@ -63,9 +61,14 @@ class Proxy:
 
 def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: Any) -> Path:
     defaults: dict[str, Any] = {
-        "max_body_bytes": 33_554_432, "admin_keys": "[]", "store_url": "memory://",
-        "key_prefix": "ctxproxy:", "cache_style": "openai", "first_byte_timeout_s": 30,
-        "idle_timeout_s": 30, "tenant_extra": "",
+        "max_body_bytes": 33_554_432,
+        "admin_keys": "[]",
+        "store_url": "memory://",
+        "key_prefix": "ctxproxy:",
+        "cache_style": "openai",
+        "first_byte_timeout_s": 30,
+        "idle_timeout_s": 30,
+        "tenant_extra": "",
     }
     defaults.update(values)
     ws = tmp / "ws"

@@ -10,15 +10,26 @@ import pytest
 from tests.fakes.openai_upstream import Reply
 from tests.server.harness import Proxy
 
-TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run",
-                                           "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "run",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 
 
 async def test_non_streaming_answer_and_unknown_fields_pass_through(proxy: Proxy) -> None:
     async with proxy.client() as client:
         raw = await client.chat.completions.with_raw_response.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], tools=TOOLS,
-            tool_choice="auto", extra_body={"vendor_knob": {"x": 1}},
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "hi"}],
+            tools=TOOLS,
+            tool_choice="auto",
+            extra_body={"vendor_knob": {"x": 1}},
         )
     completion = raw.parse()
     assert completion.choices[0].message.content == "Hello from the fake upstream."
@@ -33,7 +44,8 @@ async def test_sync_client_works_too(proxy: Proxy) -> None:
     def call() -> str | None:
         with proxy.sync_client() as client:
             done = client.chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+            )
             return done.choices[0].message.content
 
     assert await asyncio.to_thread(call) == "Hello from the fake upstream."
@@ -43,8 +55,10 @@ async def test_bootstrap_reaches_the_upstream_as_one_leading_system_message(prox
     async with proxy.client() as client:
         await client.chat.completions.create(
             model="gpt-4o",
-            messages=[{"role": "system", "content": "CLIENT RULES"},
-                      {"role": "user", "content": "hi"}],
+            messages=[
+                {"role": "system", "content": "CLIENT RULES"},
+                {"role": "user", "content": "hi"},
+            ],
         )
     messages = proxy.fake.chat[-1].body["messages"]
     assert [m["role"] for m in messages] == ["system", "user"]
@@ -56,7 +70,8 @@ async def test_stream_relays_chunks_and_hides_the_usage_chunk_it_added(proxy: Pr
     proxy.fake.default = Reply(content="abcdefghij", chunks=5, prompt_tokens=1234)
     async with proxy.client() as client:
         stream = await client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
         chunks = [chunk async for chunk in stream]
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "abcdefghij"
@@ -74,21 +89,34 @@ async def test_stream_keeps_the_usage_chunk_the_client_asked_for(
     proxy.fake.default = Reply(prompt_tokens=99, usage_choices_null=choices_null)
     async with proxy.client() as client:
         stream = await client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True,
-            stream_options={"include_usage": True})
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         chunks = [chunk async for chunk in stream]
     assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens == 99
 
 
 async def test_upstream_error_passes_through_with_status_body_and_retry_after(proxy: Proxy) -> None:
-    error = {"message": "Rate limit reached", "type": "requests", "param": None,
-             "code": "rate_limit_exceeded"}
-    proxy.fake.script.append(Reply(status=429, error=error,
-                                   headers={"Retry-After": "7", "x-ratelimit-remaining-requests": "0"}))
+    error = {
+        "message": "Rate limit reached",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+    proxy.fake.script.append(
+        Reply(
+            status=429,
+            error=error,
+            headers={"Retry-After": "7", "x-ratelimit-remaining-requests": "0"},
+        )
+    )
     async with proxy.client() as client:
         with pytest.raises(openai.RateLimitError) as caught:
             await client.chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+            )
     assert caught.value.response.headers["retry-after"] == "7"
     assert caught.value.response.headers["x-ratelimit-remaining-requests"] == "0"
     assert caught.value.body == error
@@ -99,7 +127,8 @@ async def test_stream_cut_by_the_upstream_makes_the_sdk_raise(proxy: Proxy) -> N
     proxy.fake.default = Reply(content="abcdef", chunks=3, cut_after=1, half_event=True)
     async with proxy.client() as client:
         stream = await client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
         got: list[str] = []
         with pytest.raises(openai.APIError):
             async for chunk in stream:
@@ -112,7 +141,8 @@ async def test_stream_cut_by_the_upstream_makes_the_sdk_raise(proxy: Proxy) -> N
 async def test_upstream_credential_is_the_clients_bearer_by_default(proxy: Proxy) -> None:
     async with proxy.client(api_key="sk-client-own") as client:
         await client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+        )
     assert proxy.fake.chat[-1].headers["Authorization"] == "Bearer sk-client-own"
 
 
@@ -122,9 +152,11 @@ async def test_other_v1_paths_pass_through(proxy: Proxy) -> None:
         embedding = await client.embeddings.create(model="e", input="hello")
     assert [m.id for m in models.data] == ["fake-model"]
     assert embedding.data[0].embedding == [0.1, 0.2]
-    assert proxy.fake.received[-1].body == {"model": "e", "input": "hello",
-                                            "encoding_format": "base64"} or \
-        proxy.fake.received[-1].body["input"] == "hello"
+    assert (
+        proxy.fake.received[-1].body
+        == {"model": "e", "input": "hello", "encoding_format": "base64"}
+        or proxy.fake.received[-1].body["input"] == "hello"
+    )
 
 
 async def _settled(proxy: Proxy) -> None:
