@@ -40,8 +40,8 @@ class AnthropicUpstream:
     """Sends chat-completions bodies to an Anthropic Messages endpoint over a shared session.
 
     `api_key` is the configured key; an `api_key` passed to `send_chat` (the client's
-    own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream. `default_max_tokens` and `keep_sampling` go to
-    `to_messages_request`.
+    own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream.
+    `default_max_tokens` and `keep_sampling` go to `to_messages_request`.
     """
 
     def __init__(
