@@ -1,0 +1,1 @@
+"""ctxproxy benchmark suite: run `python -m benchmarks` (see benchmarks/README.md)."""
