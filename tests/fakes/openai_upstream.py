@@ -2,7 +2,8 @@
 
 It records what it received and answers from a script of `Reply` objects (then `default`).
 A request whose last message asks for a `<summary>` is a summarizer call: it is answered with
-`summary_text` and recorded in `summary_requests` as well.
+`summary_text` (or with a `summary_status` error, to play a failing summarizer) and recorded in
+`summary_requests` as well.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class FakeOpenAI:
         self.summary_text = (
             "<analysis>checked</analysis><summary>SUMMARY OF EARLIER TURNS</summary>"
         )
+        self.summary_status = 200
         self.cancelled: list[float] = []
 
     @property
@@ -74,6 +76,10 @@ class FakeOpenAI:
         self.received.append(received)
         if _is_summary_call(body):
             self.summary_requests.append(received)
+            if self.summary_status != 200:
+                error = {"message": "summarizer down", "type": "server_error", "param": None,
+                         "code": None}  # fmt: skip
+                return web.json_response({"error": error}, status=self.summary_status)
             return web.json_response(_completion(body, Reply(content=self.summary_text)))
         reply = self.script.popleft() if self.script else self.default
         try:

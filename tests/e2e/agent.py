@@ -1,0 +1,125 @@
+"""A scripted agent for end-to-end tests: it keeps the full history the way a real client does,
+sends it through the proxy with the official openai SDK, and checks every upstream request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from aiohttp import web
+
+from proxy.server.appkeys import ENGINE, LIFECYCLE
+
+Message = dict[str, Any]
+SYSTEM_ROLES = ("system", "developer")
+
+
+def tool_call(call_id: str, name: str = "bash", **arguments: Any) -> dict[str, Any]:
+    """A tool call as the fake upstream returns it (and the SDK hands back)."""
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+@dataclass
+class Agent:
+    """A client that resends its full, uncompacted history on every turn."""
+
+    client: openai.AsyncOpenAI
+    app: web.Application
+    system: str = "You are a careful coding agent."
+    model: str = "gpt-4o"
+    history: list[Message] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[Message]:
+        return [{"role": "system", "content": self.system}, *self.history]
+
+    def add(self, *messages: Message) -> None:
+        self.history.extend(messages)
+
+    async def turn(self, **extra: Any) -> Message:
+        """Send the history, append the assistant's answer, wait for the proxy's bookkeeping."""
+        raw = await self.client.chat.completions.with_raw_response.create(
+            model=self.model, messages=self.messages, **extra
+        )
+        self.headers.append(dict(raw.headers))
+        answer = raw.parse().choices[0].message.model_dump(exclude_none=True)
+        answer.pop("refusal", None)
+        self.history.append(answer)
+        await settled(self.app)
+        return answer
+
+    def header(self, name: str, request: int = -1) -> str:
+        return self.headers[request][name.lower()]
+
+
+async def settled(app: web.Application) -> None:
+    """Wait until the proxy wrote back what the last request did (state, events)."""
+    while tasks := list(app[LIFECYCLE].tasks):
+        await asyncio.gather(*tasks)
+
+
+async def background_compactions_done(app: web.Application) -> None:
+    """Wait for the async-mode summaries the compactor has in flight."""
+    tasks = list(app[ENGINE]._compactor._tasks)
+    await asyncio.gather(*tasks)
+
+
+def problems(body: dict[str, Any]) -> list[str]:
+    """What makes a chat-completions body invalid for an upstream; [] when it is valid."""
+    messages: list[Message] = body.get("messages") or []
+    found = _pairing_problems(messages)
+    seen_other = False
+    for index, message in enumerate(messages):
+        if message.get("role") in SYSTEM_ROLES and seen_other:
+            found.append(f"system message at {index} after the history began")
+        seen_other = seen_other or message.get("role") not in SYSTEM_ROLES
+    markers = count_cache_control(body)
+    if markers > 4:
+        found.append(f"{markers} cache_control markers")
+    return found
+
+
+def _pairing_problems(messages: Sequence[Message]) -> list[str]:
+    found: list[str] = []
+    open_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                found.append(f"tool result {call_id} at {index} without its call")
+            open_calls.discard(call_id)
+            continue
+        found += [f"call {c} unanswered before {index}" for c in sorted(open_calls)]
+        open_calls = {c["id"] for c in message.get("tool_calls") or ()}
+    found += [f"call {c} unanswered at the end" for c in sorted(open_calls)]
+    return found
+
+
+def count_cache_control(value: Any) -> int:
+    if isinstance(value, dict):
+        own = 1 if "cache_control" in value else 0
+        return own + sum(count_cache_control(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(count_cache_control(v) for v in value)
+    return 0
+
+
+def assert_all_valid(bodies: Iterable[dict[str, Any]]) -> None:
+    for number, body in enumerate(bodies):
+        assert problems(body) == [], f"upstream request {number} invalid"
+
+
+def text_of(message: Message) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
