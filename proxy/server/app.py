@@ -37,7 +37,9 @@ from proxy.server.appkeys import (
     Lifecycle,
 )
 from proxy.server.chat import chat_completions
+from proxy.server.events import EventEmitter
 from proxy.server.keys import KeyRing
+from proxy.server.metrics import METRICS, Metrics, count_requests, metrics_endpoint
 from proxy.server.middlewares import error_boundary
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings, UpstreamSettings
@@ -53,16 +55,21 @@ class Ports:
 
 def create_app(settings: Settings, ports: Ports | None = None) -> web.Application:
     app = web.Application(
-        middlewares=[error_boundary], client_max_size=settings.server.max_body_bytes
+        middlewares=[count_requests, error_boundary],
+        client_max_size=settings.server.max_body_bytes,
     )
     app[SETTINGS] = settings
     app[KEYRING] = KeyRing(settings.tenants, settings.server.admin_keys)
     app[LIFECYCLE] = Lifecycle()
     app[OBSERVERS] = []
+    app[METRICS] = Metrics()
+    app[OBSERVERS].append(app[METRICS])
+    app[OBSERVERS].append(EventEmitter(lambda: app[ENGINE].store))
     app.cleanup_ctx.append(_resources(ports or Ports()))
     app.on_shutdown.append(_drain)
     app.router.add_get("/healthz", admin.healthz)
     app.router.add_get("/readyz", admin.readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/chat/completions", chat_completions)
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)

@@ -1,0 +1,127 @@
+"""Events: one entry per request and one per compaction in the store's `events` stream (DESIGN §5).
+
+Fields are flat `str → str` (a Redis stream entry): ids, counts, timings, outcomes and what each
+stage did — never message content, a key or a header. `request_event` and `compaction_event` are
+pure; `EventEmitter` is the observer that writes them, swallowing store failures (an event is
+never worth failing or slowing a request).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import orjson
+
+from proxy.errors import StoreUnavailable
+from proxy.ports import StateStore
+from proxy.server.observe import Trace
+
+log = logging.getLogger(__name__)
+
+
+def request_event(trace: Trace, *, now: float) -> dict[str, str]:
+    """The `kind=request` entry: tokens, per-stage counters, compaction outcome, latency."""
+    prepared, relayed = trace.prepared, trace.relayed
+    messages_out = prepared.body.get("messages") or []
+    event = {
+        "kind": "request",
+        "ts": f"{now:.3f}",
+        "tenant": trace.tenant,
+        "session": trace.session,
+        "model": trace.model,
+        "stream": "1" if trace.stream else "0",
+        "status": str(trace.status),
+        "outcome": _outcome(trace),
+        "messages_in": str(trace.messages_in),
+        "messages_out": str(len(messages_out)),
+        "chars_out": str(len(orjson.dumps(messages_out))),
+        "threshold_tokens": str(prepared.threshold),
+        "stages": stage_summary(trace),
+        "compaction": prepared.compaction.status if prepared.compaction else "",
+        "latency_ms": _ms(trace.prepare_s + trace.upstream_s),
+        "prepare_ms": _ms(trace.prepare_s),
+        "upstream_ms": _ms(trace.upstream_s),
+        "store": "degraded" if trace.store_degraded else "ok",
+    }
+    if relayed.first_byte_s is not None:
+        event["first_byte_ms"] = _ms(relayed.first_byte_s)
+    if relayed.usage is not None:
+        usage = relayed.usage
+        event["prompt_tokens"] = str(usage.prompt_tokens)
+        event["cached_tokens"] = str(usage.cached_tokens)
+        event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
+        event["completion_tokens"] = str(usage.completion_tokens)
+    if trace.retried_overflow:
+        event["retried_overflow"] = "1"
+    return event
+
+
+def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
+    """The `kind=compaction` entry, or None when the request did not try to compact."""
+    outcome = trace.prepared.compaction
+    if outcome is None:
+        return None
+    event = {
+        "kind": "compaction",
+        "ts": f"{now:.3f}",
+        "tenant": trace.tenant,
+        "session": trace.session,
+        "model": trace.model,
+        "outcome": outcome.status,
+        "reason": outcome.reason,
+        "messages_in": str(trace.messages_in),
+        "messages_out": str(len(trace.prepared.body.get("messages") or [])),
+        "prepare_ms": _ms(trace.prepare_s),
+    }
+    if outcome.compaction is not None:
+        event["covers"] = str(outcome.compaction.covers)
+    return event
+
+
+def stage_summary(trace: Trace) -> str:
+    """Compact JSON `{stage: {counter: n}}` with zero counters left out; a skipped stage shows
+    `{"skipped": "<exception type>"}`."""
+    summary: dict[str, dict[str, int | str]] = {}
+    for report in trace.prepared.reports:
+        counters: dict[str, int | str] = {k: v for k, v in report.counters.items() if v}
+        if report.skipped:
+            counters["skipped"] = report.skipped
+        summary[report.stage] = counters
+    return orjson.dumps(summary).decode()
+
+
+def _outcome(trace: Trace) -> str:
+    if trace.status >= 400:
+        return "upstream_error"
+    return "ok" if trace.relayed.completed else "interrupted"
+
+
+def _ms(seconds: float) -> str:
+    return str(round(seconds * 1000, 1))
+
+
+class EventEmitter:
+    """The observer writing events to `store_of()` (looked up late: the store is app-scoped)."""
+
+    def __init__(
+        self, store_of: Callable[[], StateStore], *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._store_of = store_of
+        self._clock = clock
+
+    async def on_request(self, trace: Trace) -> None:
+        """Emit the request's events; a store failure is logged by type and swallowed."""
+        now = self._clock()
+        events = [request_event(trace, now=now), compaction_event(trace, now=now)]
+        store = self._store_of()
+        for event in events:
+            if event is None:
+                continue
+            try:
+                await store.emit_event(event)
+            except StoreUnavailable:
+                log.debug("event dropped: store unavailable")
+            except Exception as exc:
+                log.warning("event dropped: %s", type(exc).__name__)

@@ -1,0 +1,154 @@
+"""`GET /metrics` after scripted traffic through the proxy: counters move by the right amounts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import aiohttp
+import openai
+from prometheus_client.parser import text_string_to_metric_families
+
+from proxy.server.appkeys import LIFECYCLE
+from proxy.server.keys import digest
+from tests.fakes.openai_upstream import Reply
+from tests.server.conftest import MakeProxy
+from tests.server.harness import Proxy
+
+KEYED = f'keys = ["{digest("sk-good")}"]\n'
+COMPACT_AT_100 = "[tenants.default.compact]\nthreshold_tokens = 100\n"
+
+PRUNED_755 = "x" * 200 + "...(truncated, original: 755 chars)"
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def tool_history(sizes: list[int], *, question: str = "read the files") -> list[dict[str, Any]]:
+    """A user turn, then one read_file call and its result (of `sizes[i]` chars) per size."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    for index, size in enumerate(sizes):
+        call = {"id": f"call_{index}", "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"path": "f{index}"}}'}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{index}",
+                         "content": (f"line {index} " * size)[:size]})
+    return messages
+
+
+async def scrape(proxy: Proxy) -> Samples:
+    await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
+    async with aiohttp.ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as r:
+        assert r.status == 200
+        text = await r.text()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+async def test_requests_are_counted_by_tenant_route_and_status_even_before_auth(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy(tenant_extra=KEYED)
+    async with proxy.client(api_key="sk-wrong") as bad, proxy.client(api_key="sk-good") as good:
+        for _ in range(2):
+            with contextlib.suppress(openai.AuthenticationError):
+                await bad.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                         "content": "hi"}])
+        await good.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    samples = await scrape(proxy)
+    route = "/v1/chat/completions"
+    assert value(samples, "ctxproxy_http_requests_total", tenant="-", route=route,
+                 status="401") == 2
+    assert value(samples, "ctxproxy_http_requests_total", tenant="default", route=route,
+                 status="200") == 1
+
+
+async def test_tokens_latency_and_first_byte_are_recorded(proxy: Proxy) -> None:
+    proxy.fake.default = Reply(prompt_tokens=1234, cached_tokens=1000, completion_tokens=7)
+    async with proxy.client() as client:
+        await client.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                   "content": "hi"}])
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+        _ = [chunk async for chunk in stream]
+    samples = await scrape(proxy)
+    assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="prompt") == 2468
+    assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="cached") == 2000
+    assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="completion") == 14
+    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default",
+                 stream="false") == 1
+    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default",
+                 stream="true") == 1
+    assert value(samples, "ctxproxy_proxy_added_seconds_count", tenant="default") == 2
+    assert value(samples, "ctxproxy_stream_first_byte_seconds_count", tenant="default") == 1
+    assert value(samples, "ctxproxy_store_degraded") == 0
+
+
+async def test_pruned_and_persisted_characters_are_counted(proxy: Proxy) -> None:
+    messages = tool_history([755, 100, 60_000])  # oldest pruned; newest persisted by budgets
+    async with proxy.client() as client:
+        await client.chat.completions.create(model="m", messages=messages)
+    samples = await scrape(proxy)
+    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
+                 stage="prune") == 755 - len(PRUNED_755)
+    assert value(samples, "ctxproxy_tool_results_cut_total", tenant="default",
+                 action="pruned") == 1
+    assert value(samples, "ctxproxy_persisted_chars_total", tenant="default") == 60_000
+    assert value(samples, "ctxproxy_tool_results_cut_total", tenant="default",
+                 action="persisted") == 1
+    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
+                 stage="budgets") > 50_000
+
+
+async def test_compactions_and_summarizer_failures_by_outcome(make_proxy: MakeProxy) -> None:
+    proxy = await make_proxy(tenant_extra=COMPACT_AT_100)
+    history = tool_history([50] * 4)
+    async with proxy.client() as client:
+        await client.chat.completions.create(model="m", messages=history)
+        await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))  # usage recorded
+        history += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "more"}]
+        await client.chat.completions.create(model="m", messages=history)  # compacts
+        await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
+        proxy.fake.summary_text = "<analysis>nothing usable</analysis>"
+        other = tool_history([50] * 4, question="another conversation")
+        await client.chat.completions.create(model="m", messages=other)
+        await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
+        other += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
+        await client.chat.completions.create(model="m", messages=other)  # summary unusable
+    samples = await scrape(proxy)
+    assert value(samples, "ctxproxy_compactions_total", tenant="default", outcome="done",
+                 reason="compacted") == 1
+    assert value(samples, "ctxproxy_compactions_total", tenant="default", outcome="failed",
+                 reason="empty_summary") == 1
+    assert value(samples, "ctxproxy_summarizer_failures_total", tenant="default",
+                 reason="empty_summary") == 1
+    assert value(samples, "ctxproxy_compaction_request_prepare_seconds_count",
+                 tenant="default", outcome="done") == 1
+
+
+async def test_no_label_carries_a_session_id_or_a_key(make_proxy: MakeProxy) -> None:
+    proxy = await make_proxy(tenant_extra=KEYED)
+    async with proxy.client(api_key="sk-good") as client:
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "SECRET-CONTENT"}],
+            extra_headers={"X-Ctx-Session": "session-xyz"})
+    async with aiohttp.ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as r:
+        text = await r.text()
+    for needle in ("session-xyz", "sk-good", digest("sk-good"), "SECRET-CONTENT"):
+        assert needle not in text
+
+
+async def test_store_outage_shows_as_degraded(make_proxy: MakeProxy) -> None:
+    proxy = await make_proxy(store_url="redis://127.0.0.1:1/0")
+    async with proxy.client() as client:
+        await client.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                   "content": "hi"}])
+    samples = await scrape(proxy)
+    assert value(samples, "ctxproxy_store_degraded") == 1
+    assert value(samples, "ctxproxy_store_degraded_requests_total", tenant="default") == 1
