@@ -24,10 +24,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
-import orjson
-
+from proxy.content import content_text, tool_names, with_text
 from proxy.types import Draft, Message, StageReport, Turn
 
 DEFAULT_ERROR_PATTERN = (
@@ -62,34 +61,6 @@ class BudgetSettings:
             raise ValueError(f"command_keep must be 'head_tail' or 'head': {self.command_keep!r}")
         if min(self.persist_over_chars, self.command_max_chars, self.per_turn_max_chars) <= 0:
             raise ValueError("budgets limits must be positive")
-
-
-def content_text(content: Any) -> str:
-    """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content and all(_is_text_part(p) for p in content):
-        return "\n".join(part["text"] for part in content)
-    return orjson.dumps(content).decode()
-
-
-def _is_text_part(part: Any) -> bool:
-    return (
-        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-    )
-
-
-def with_text(message: Message, text: str) -> Message:
-    """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
-    content = message.get("content")
-    marks = (
-        [p["cache_control"] for p in content if isinstance(p, dict) and "cache_control" in p]
-        if isinstance(content, list)
-        else []
-    )
-    out = dict(message)
-    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
-    return out
 
 
 def output_id(text: str) -> str:
@@ -151,15 +122,6 @@ def cut_result_text(text: str, *, command: bool, settings: BudgetSettings) -> st
     return text
 
 
-def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                names[str(call.get("id"))] = str(call["function"].get("name"))
-    return names
-
-
 def _result_groups(messages: Sequence[Message]) -> list[list[int]]:
     """Indices of consecutive tool messages: the results answering one assistant message."""
     groups: list[list[int]] = []
@@ -184,7 +146,7 @@ def apply_budgets(
     out = list(messages)
     if not settings.enabled:
         return out, StageReport(stage="budgets")
-    names = _tool_names(messages)
+    names = tool_names(messages)
     commands = set(settings.command_tools)
     texts: dict[int, str] = {}
     outputs: dict[str, str] = {}

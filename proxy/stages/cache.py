@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
+from proxy.content import MarkerPath, find_cache_markers
 from proxy.pipeline import body_with_messages
 from proxy.types import JSON, Draft, Message, StageReport, SystemPrompt, Turn
 
@@ -49,7 +50,6 @@ MIN_CACHEABLE_BY_MODEL: tuple[tuple[str, int], ...] = (
 )
 DEFAULT_MIN_CACHEABLE = 1024  # Sonnet 3.7 to 4.6, Opus 4 and 4.1, and anything unknown
 
-Path: TypeAlias = tuple[str | int, ...]
 _Candidate: TypeAlias = tuple[int, int, int]  # message index, part index (-1 = last), prefix chars
 
 
@@ -94,20 +94,6 @@ def render_request(
         "static_chars": len(draft.system.static),
     }
     return body, StageReport(stage="cache", counters=counters)
-
-
-def find_cache_markers(value: Any, path: Path = ()) -> list[Path]:
-    """Paths of every dict holding a `cache_control`, in document order."""
-    found: list[Path] = []
-    if isinstance(value, dict):
-        if value.get("cache_control") is not None:
-            found.append(path)
-        for key, item in value.items():
-            found.extend(find_cache_markers(item, (*path, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(find_cache_markers(item, (*path, index)))
-    return found
 
 
 def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:
@@ -229,7 +215,7 @@ def _ttl_of(holder: Any) -> Ttl:
     return "1h" if isinstance(marker, dict) and marker.get("ttl") == "1h" else "5m"
 
 
-def _order(path: Path) -> tuple[int, ...]:
+def _order(path: MarkerPath) -> tuple[int, ...]:
     """Anthropic's processing order: tools, then system and messages, then a top-level marker."""
     section = {"tools": 0, "messages": 1}.get(str(path[0]), 2) if path else 2
     return (section, *(p for p in path if isinstance(p, int)))
@@ -240,7 +226,7 @@ def _part_index(message: Message, part: int) -> int:
     return part % len(content) if isinstance(content, list) and content else 0
 
 
-def _at(value: Any, path: Path) -> Any:
+def _at(value: Any, path: MarkerPath) -> Any:
     for key in path:
         value = value[key]
     return value

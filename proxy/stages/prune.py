@@ -27,10 +27,8 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-import orjson
-
+from proxy.content import content_text, tool_names, with_text
 from proxy.types import Draft, Message, StageReport, Turn
 
 PERSISTED_OPEN = "<persisted-output"
@@ -52,31 +50,6 @@ class PruneSettings:
     def __post_init__(self) -> None:
         if min(self.recent_keep, self.max_chars, self.keep_chars, self.min_savings_chars) < 0:
             raise ValueError("prune settings must not be negative")
-
-
-def content_text(content: Any) -> str:
-    """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content and all(_is_text_part(p) for p in content):
-        return "\n".join(part["text"] for part in content)
-    return orjson.dumps(content).decode()
-
-
-def _is_text_part(part: Any) -> bool:
-    return (
-        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-    )
-
-
-def with_text(message: Message, text: str) -> Message:
-    """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
-    content = message.get("content")
-    parts = content if isinstance(content, list) else []
-    marks = [p["cache_control"] for p in parts if isinstance(p, dict) and "cache_control" in p]
-    out = dict(message)
-    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
-    return out
 
 
 def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
@@ -109,15 +82,6 @@ def _cache_cold(settings: PruneSettings, now: float, last_request_at: float | No
     if settings.when_cache_cold_s is None or last_request_at is None:
         return True
     return now - last_request_at >= settings.when_cache_cold_s
-
-
-def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                names[str(call.get("id"))] = str(call["function"].get("name"))
-    return names
 
 
 def describes(stored: str, text: str) -> bool:
@@ -163,7 +127,7 @@ def _candidates(
     messages: Sequence[Message], texts: Mapping[int, str], *, settings: PruneSettings
 ) -> dict[int, str]:
     """Index -> cut text of every result that rules 2 and 3 allow to shrink."""
-    names = _tool_names(messages)
+    names = tool_names(messages)
     tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
     marked = [i for i, m in enumerate(messages) if has_cache_control(m)]

@@ -28,13 +28,13 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from proxy.content import MarkerPath, find_cache_markers
 from proxy.pipeline import SYSTEM_ROLES, body_with_messages
 from proxy.types import JSON, Message, StageReport
 
 MAX_BREAKPOINTS = 4
 PLACEHOLDER = "[no result: this tool call was not answered]"
 
-Path: TypeAlias = tuple[str | int, ...]
 _Faults: TypeAlias = tuple[list[int], list[tuple[int, Any]]]
 
 
@@ -127,9 +127,9 @@ def _repair_late_system(
 def _repair_markers(
     body: JSON, client: Sequence[Message], *, allow: bool, counts: Counter[str]
 ) -> JSON:
-    paths = _find_markers(body)
-    theirs = Counter(_marker_identity(_at(client, p)) for p in _find_markers(list(client)))
-    ours: list[Path] = []
+    paths = find_cache_markers(body)
+    theirs = Counter(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
+    ours: list[MarkerPath] = []
     for path in paths:
         if path[:1] == ("messages",) and len(path) > 1:
             key = _marker_identity(_at(body, path))
@@ -156,21 +156,7 @@ def _marker_identity(holder: JSON) -> bytes:
     return _canonical([holder["cache_control"], content])
 
 
-def _find_markers(value: Any, path: Path = ()) -> list[Path]:
-    """Paths of every dict holding a `cache_control`, in document order."""
-    found: list[Path] = []
-    if isinstance(value, dict):
-        if value.get("cache_control") is not None:
-            found.append(path)
-        for key, item in value.items():
-            found.extend(_find_markers(item, (*path, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(_find_markers(item, (*path, index)))
-    return found
-
-
-def _without_marker(value: Any, path: Path) -> Any:
+def _without_marker(value: Any, path: MarkerPath) -> Any:
     """A copy of `value` without the marker at `path`; copies only the containers on the path."""
     if not path:
         return {k: v for k, v in value.items() if k != "cache_control"}
@@ -182,7 +168,7 @@ def _without_marker(value: Any, path: Path) -> Any:
     return {**value, head: _without_marker(value[head], rest)}
 
 
-def _at(value: Any, path: Path) -> Any:
+def _at(value: Any, path: MarkerPath) -> Any:
     for key in path:
         value = value[key]
     return value

@@ -1,0 +1,62 @@
+"""Reading and rewriting message contents: shared by the stages that edit tool results and by
+the ones that place cache markers. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+import orjson
+
+from proxy.types import Message
+
+MarkerPath: TypeAlias = tuple[str | int, ...]
+
+
+def content_text(content: Any) -> str:
+    """The text of a tool result: a string, text parts joined by newlines, else compact JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(is_text_part(p) for p in content):
+        return "\n".join(part["text"] for part in content)
+    return orjson.dumps(content).decode()
+
+
+def is_text_part(part: Any) -> bool:
+    return (
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    )
+
+
+def with_text(message: Message, text: str) -> Message:
+    """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
+    marks = [p["cache_control"] for p in parts if isinstance(p, dict) and "cache_control" in p]
+    out = dict(message)
+    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
+    return out
+
+
+def tool_names(messages: Sequence[Message]) -> dict[str, str]:
+    """tool_call_id -> the function name the assistant called it with."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                names[str(call.get("id"))] = str(call["function"].get("name"))
+    return names
+
+
+def find_cache_markers(value: Any, path: MarkerPath = ()) -> list[MarkerPath]:
+    """Paths of every dict holding a `cache_control`, in document order."""
+    found: list[MarkerPath] = []
+    if isinstance(value, dict):
+        if value.get("cache_control") is not None:
+            found.append(path)
+        for key, item in value.items():
+            found.extend(find_cache_markers(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(find_cache_markers(item, (*path, index)))
+    return found
