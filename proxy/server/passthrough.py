@@ -1,7 +1,9 @@
 """Every other `/v1/*` path goes to the tenant's upstream untouched, in both directions.
 
-Bodies stream both ways and are never decoded (`Content-Encoding` crosses as it came); only the
-credential is replaced and hop-by-hop headers are dropped.
+Bodies are never decoded (`Content-Encoding` crosses as it came); only the credential is replaced
+and hop-by-hop headers are dropped. The request body is read whole, bounded by `max_body_bytes`
+(larger ones get 413), so that a stale pooled connection can be retried with the same bytes; the
+response streams back as it arrives.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         first_byte_s=upstream.first_byte_timeout_s,
         idle_s=upstream.idle_timeout_s,
     )
-    data = request.content.iter_any() if request.body_exists else None
+    data = await request.read() if request.body_exists else None
     reply = await open_response(
         request.app[HTTP],
         request.method,

@@ -1,0 +1,81 @@
+"""Raw TCP upstreams for faults aiohttp's server will not produce on demand."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import orjson
+
+COMPLETION = orjson.dumps(
+    {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+)
+
+
+class RawUpstream:
+    """A loopback HTTP/1.1 server scripted per connection.
+
+    `mode="reset"`: every connection is reset as soon as its request head arrived.
+    `mode="stale"`: each connection answers one request with keep-alive, then closes as the
+    next request arrives, without answering: exactly what a pooled connection looks like when
+    the upstream's idle timer fired while the request was on its way.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.connections = 0
+        self.answered = 0
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            async with asyncio.timeout(10):
+                await self._requests(reader, writer)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                writer.transport.abort()
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if self.mode == "reset":
+            return
+        length = 0
+        for line in head.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n"
+            + b"Content-Length: %d\r\n\r\n" % len(COMPLETION)
+            + COMPLETION
+        )
+        await writer.drain()
+        self.answered += 1
+        await reader.readuntil(b"\r\n\r\n")  # the next request: drop it unanswered
