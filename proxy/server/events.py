@@ -114,7 +114,7 @@ class EventEmitter:
     async def on_request(self, trace: Trace) -> None:
         """Emit the request's events; a store failure is logged by type and swallowed."""
         now = self._clock()
-        events = [request_event(trace, now=now), compaction_event(trace, now=now)]
+        events = [compaction_event(trace, now=now), request_event(trace, now=now)]
         store = self._store_of()
         for event in events:
             if event is None:
