@@ -9,49 +9,10 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from tests.e2e.agent import Agent, assert_all_valid, text_of, tool_call
-from tests.fakes.openai_upstream import Reply
+from tests.e2e.agent import assert_all_valid, text_of
+from tests.e2e.session import COMPACT, LISTING, SESSION, answer, run_session, user
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
-
-SESSION = "e2e-session"
-COMPACT = "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 4\n"
-FACTS = "Hi, I am Ada. Our project codename is BLUEFIN and the deploy port is 8421."
-LISTING = "".join(f"src/module_{i:03d}.py\n" for i in range(60))[:755]
-
-
-def answer(*calls: dict[str, Any], text: str = "ok", prompt_tokens: int) -> Reply:
-    return Reply(content=text, tool_calls=list(calls) or None, prompt_tokens=prompt_tokens)
-
-
-async def run_until_compacted(proxy: Proxy) -> Agent:
-    """Seven turns; the sixth reports 2,100 prompt tokens, so the seventh compacts."""
-    fake = proxy.fake
-    agent = Agent(proxy.client(default_headers={"X-Ctx-Session": SESSION}), proxy.app)
-    steps: list[tuple[list[dict[str, Any]], Reply]] = [
-        ([_user(FACTS)], answer(tool_call("c1", cmd="ls"), prompt_tokens=400)),
-        ([_result("c1", LISTING)], answer(tool_call("c2", cmd="cat app.py"), prompt_tokens=800)),
-        ([_result("c2", "x" * 280)], answer(tool_call("c3", cmd="grep"), prompt_tokens=1100)),
-        ([_result("c3", "g" * 500)], answer(text="Bug at app.py:12.", prompt_tokens=1400)),
-        ([_user("Fix it and run the tests.")],
-         answer(tool_call("c4", cmd="edit"), tool_call("c5", cmd="pytest"), prompt_tokens=1700)),
-        ([_result("c4", "edited"), _result("c5", "t" * 900)],
-         answer(text="Tests pass.", prompt_tokens=2100)),
-        ([_user("Great. What next?")], answer(prompt_tokens=900)),
-    ]  # fmt: skip
-    for added, reply in steps:
-        agent.add(*added)
-        fake.script.append(reply)
-        await agent.turn()
-    return agent
-
-
-def _user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def _result(call_id: str, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -80,12 +41,12 @@ async def archived(proxy: Proxy) -> list[list[dict[str, Any]]]:
 async def test_compaction_replaces_the_old_turns_by_a_summary_and_archives_them(
     session_proxy: Proxy,
 ) -> None:
-    agent = await run_until_compacted(session_proxy)
+    agent = await run_session(session_proxy)
     fake = session_proxy.fake
     sent = fake.chat[-1].body["messages"]
     kept = agent.history[9:-1]  # the parallel calls, their results, the answer, the new question
     assert sent[0]["role"] == "system" and agent.system in sent[0]["content"]
-    assert sent[1] == _user("[Conversation summary]\nSUMMARY OF EARLIER TURNS")
+    assert sent[1] == user("[Conversation summary]\nSUMMARY OF EARLIER TURNS")
     assert sent[2:] == kept, "the split moved so the calls keep their results"
     assert [agent.header("X-Ctx-Compacted", i) for i in range(7)] == ["0"] * 6 + ["1"]
     assert await archived(session_proxy) == [agent.messages[:-1]]
@@ -97,7 +58,7 @@ async def test_compaction_replaces_the_old_turns_by_a_summary_and_archives_them(
 async def test_later_requests_with_the_full_history_are_mapped_onto_the_summary(
     session_proxy: Proxy,
 ) -> None:
-    agent = await run_until_compacted(session_proxy)
+    agent = await run_session(session_proxy)
     fake = session_proxy.fake
     for question in ("And then?", "Anything else?"):
         agent.add({"role": "user", "content": question})
@@ -115,7 +76,7 @@ async def test_old_tool_result_arrives_pruned_and_the_cut_is_replayed_byte_ident
     make_proxy: MakeProxy,
 ) -> None:
     proxy = await make_proxy(tenant_extra=COMPACT)
-    await run_until_compacted(proxy)
+    await run_session(proxy)
     cut = LISTING[:200] + "...(truncated, original: 755 chars)"
     fourth, fifth = (proxy.fake.chat[i].body["messages"] for i in (3, 4))
     assert _content(fourth, "c1") == cut and _content(fourth, "c2") == "x" * 280
@@ -125,7 +86,7 @@ async def test_old_tool_result_arrives_pruned_and_the_cut_is_replayed_byte_ident
 
 async def test_pruned_characters_are_reported_in_a_response_header(make_proxy: MakeProxy) -> None:
     proxy = await make_proxy(tenant_extra=COMPACT)
-    agent = await run_until_compacted(proxy)
+    agent = await run_session(proxy)
     cut = LISTING[:200] + "...(truncated, original: 755 chars)"
     assert agent.header("X-Ctx-Pruned-Chars", 2) == "0"
     assert agent.header("X-Ctx-Pruned-Chars", 3) == str(755 - len(cut))
