@@ -17,6 +17,11 @@ from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import JSON
 
 
+# The SDKs refuse to build a client without a key; with none configured the client's forwarded
+# key is used per call, and without that the call fails upstream (compaction then fails open).
+NO_KEY = "no-key-configured"
+
+
 class OpenAISummarizer:
     """Summarizes through any OpenAI-compatible `/chat/completions` endpoint."""
 
@@ -29,7 +34,7 @@ class OpenAISummarizer:
         timeout_s: float = 120.0,
     ) -> None:
         self._client = client or openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "", timeout=timeout_s, max_retries=0
+            base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0
         )
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
@@ -61,7 +66,7 @@ class AnthropicSummarizer:
         timeout_s: float = 120.0,
     ) -> None:
         self._client = client or anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=api_key or "", timeout=timeout_s, max_retries=0
+            base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0
         )
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:

@@ -82,9 +82,9 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
 def _resources(ports: Ports):  # type: ignore[no-untyped-def]
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
-        http = aiohttp.ClientSession(auto_decompress=True, trust_env=False)
-        store = ports.store or make_store(settings)
         summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
+        store = ports.store or make_store(settings)
+        http = aiohttp.ClientSession(auto_decompress=True, trust_env=False)
         app[HTTP] = http
         app[UPSTREAMS] = {
             name: make_upstream(settings.upstreams[t.upstream], http)
