@@ -16,7 +16,6 @@ import openai
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import JSON
 
-
 # The SDKs refuse to build a client without a key; with none configured the client's forwarded
 # key is used per call, and without that the call fails upstream (compaction then fails open).
 NO_KEY = "no-key-configured"
