@@ -117,3 +117,16 @@ async def wait_until(predicate: Any, *, within: float, step: float = 0.02) -> fl
             return loop.time() - start
         await asyncio.sleep(step)
     raise AssertionError(f"condition not met within {within}s")
+
+
+def history(turns: int = 5, *, tag: str = "") -> list[dict[str, Any]]:
+    """A conversation of `turns` user/assistant pairs plus a last user message."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": f"You help. {tag}"}]
+    for index in range(turns):
+        messages.append({"role": "user", "content": f"question {index} {tag} " + "x" * 200})
+        messages.append({"role": "assistant", "content": f"answer {index} " + "y" * 200})
+    messages.append({"role": "user", "content": f"last question {tag}"})
+    return messages
+
+
+COMPACT_AT_1000 = '[tenants.default.compact]\nthreshold_tokens = 1000\nmode = "sync"\n'
