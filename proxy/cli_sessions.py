@@ -1,9 +1,212 @@
-"""`ctxproxy sessions list | show ID | watch` (placeholder until the sessions view lands)."""
+"""`ctxproxy sessions list | show ID | watch`: what the proxy is doing to each agent's context.
+
+Two sources: Redis directly (`--redis URL [--prefix P]`, through `RedisStore`, refreshed from the
+events stream) and a running proxy (`--url http://… --key TOKEN`, through `GET /v1/ctx/sessions`,
+polled). Without either, the config decides: its Redis store, or the proxy it describes.
+Rendering is `proxy.sessions_view` (pure).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from proxy.adapters.redis_state import RedisStore
+from proxy.sessions_view import SessionKey, session_detail_view, sessions_table
+
+Event = dict[str, str]
+CATCH_UP_PAGES = 20
+
+
+class SessionSource(Protocol):
+    async def sessions(self, limit: int) -> list[dict[str, str]]: ...
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None: ...
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        """Events after `last_id` ("" = catch up on the stream so far) and the new last id."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class RedisSource:
+    def __init__(self, url: str, *, prefix: str) -> None:
+        self.store = RedisStore(url, key_prefix=prefix, op_timeout_s=5.0)
+
+    async def sessions(self, limit: int) -> list[dict[str, str]]:
+        return await self.store.list_sessions(None, limit=limit)
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None:
+        if tenant is None:  # find the tenant of the most recent session with this id
+            rows = await self.store.list_sessions(None, limit=1000)
+            tenant = next((r["tenant"] for r in rows if r.get("session") == session), "default")
+        return await self.store.session_detail(tenant, session)
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        if last_id:
+            found = await self.store.read_events(last_id, block_ms=int(wait_s * 1000), count=500)
+            return (found[-1][0] if found else last_id), [e for _, e in found]
+        last, seen = "0-0", []
+        for _ in range(CATCH_UP_PAGES):
+            page = await self.store.read_events(last, block_ms=0, count=1000)
+            if not page:
+                break
+            last = page[-1][0]
+            seen += [e for _, e in page]
+        return last, seen
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+class HttpSource:
+    """A running proxy's admin views; `key` is a tenant or admin bearer token."""
+
+    def __init__(self, url: str, *, key: str | None) -> None:
+        self._url = url.rstrip("/").removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = aiohttp.ClientSession(headers=headers, trust_env=False)
+
+    async def _get(self, path: str, params: dict[str, str]) -> Any:
+        async with self._http.get(self._url + path, params=params) as response:
+            if response.status == 404:
+                return None
+            response.raise_for_status()
+            return await response.json()
+
+    async def sessions(self, limit: int) -> list[dict[str, str]]:
+        found = await self._get("/v1/ctx/sessions", {"all": "1", "limit": str(limit)})
+        return list((found or {}).get("sessions", []))
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None:
+        params = {"tenant": tenant} if tenant else {}
+        found: dict[str, Any] | None = await self._get(f"/v1/ctx/sessions/{session}", params)
+        return found
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        if last_id:  # no events over HTTP: the caller polls the sessions list
+            await asyncio.sleep(wait_s)
+        return "polled", []
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+def remember(last: dict[SessionKey, Event], events: list[Event]) -> None:
+    """Keep the newest event of each session (events arrive oldest first)."""
+    for event in events:
+        last[(event.get("tenant", ""), event.get("session", ""))] = event
+
+
+async def watch_frames(
+    source: SessionSource,
+    *,
+    limit: int,
+    interval_s: float,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[Table]:
+    """A table now, then one after every batch of new events (or every `interval_s`)."""
+    last_events: dict[SessionKey, Event] = {}
+    last_id, found = await source.events("", interval_s)
+    while True:
+        remember(last_events, found)
+        rows = await source.sessions(limit)
+        yield sessions_table(rows, last_events=last_events, now=clock(), title=_title(clock()))
+        last_id, found = await source.events(last_id, interval_s)
+
+
+def _title(now: float) -> str:
+    return f"ctxproxy sessions — {time.strftime('%H:%M:%S', time.localtime(now))} (Ctrl-C quits)"
+
+
+async def run_list(source: SessionSource, console: Console, *, limit: int) -> int:
+    last_events: dict[SessionKey, Event] = {}
+    remember(last_events, (await source.events("", 0))[1])
+    rows = await source.sessions(limit)
+    console.print(sessions_table(rows, last_events=last_events, now=time.time()))
+    return 0
+
+
+async def run_show(
+    source: SessionSource, console: Console, *, session: str, tenant: str | None
+) -> int:
+    detail = await source.detail(session, tenant)
+    if detail is None:
+        console.print(f"No session {session!r}.")
+        return 1
+    console.print(session_detail_view(detail, now=time.time()))
+    return 0
+
+
+async def run_watch(
+    source: SessionSource, console: Console, *, limit: int, interval_s: float
+) -> int:
+    with Live(console=console, auto_refresh=False) as live:
+        async for frame in watch_frames(source, limit=limit, interval_s=interval_s):
+            live.update(frame, refresh=True)
+    return 0
+
+
+def open_source(args: argparse.Namespace) -> SessionSource:
+    """`--redis`, else `--url`, else what the config describes."""
+    if args.redis:
+        return RedisSource(args.redis, prefix=args.prefix or "ctxproxy:")
+    if args.url:
+        return HttpSource(args.url, key=args.key or os.environ.get("CTXPROXY_KEY"))
+    from proxy.config import load_settings
+
+    settings = load_settings(args.config, environ=os.environ)
+    if not settings.store.url.startswith("memory://"):
+        return RedisSource(settings.store.url, prefix=args.prefix or settings.store.key_prefix)
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
+    url = f"http://{host}:{settings.server.port}"
+    return HttpSource(url, key=args.key or os.environ.get("CTXPROXY_KEY"))
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    async def main() -> int:
+        source = open_source(args)
+        console = Console()
+        try:
+            if args.sessions_command == "show":
+                return await run_show(source, console, session=args.id, tenant=args.tenant)
+            if args.sessions_command == "watch":
+                return await run_watch(source, console, limit=args.limit, interval_s=args.interval)
+            return await run_list(source, console, limit=args.limit)
+        finally:
+            await source.close()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 0
 
 
 def add_sessions_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    return None
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--redis", help="read Redis directly, e.g. redis://127.0.0.1:6379/0")
+    where.add_argument("--prefix", help="Redis key prefix (default: ctxproxy:)")
+    where.add_argument("--url", help="a running proxy, e.g. http://127.0.0.1:8787")
+    where.add_argument("--key", help="bearer token for --url (default: $CTXPROXY_KEY)")
+    where.add_argument("--config", type=Path, help="config whose store or server to use")
+    where.add_argument("--limit", type=int, default=50)
+    sessions = commands.add_parser("sessions", help="see sessions: list, show ID, watch")
+    sub = sessions.add_subparsers(dest="sessions_command", required=True)
+    sub.add_parser("list", parents=[where], help="a table of recent sessions")
+    show = sub.add_parser("show", parents=[where], help="one session: state, summaries, archive")
+    show.add_argument("id")
+    show.add_argument("--tenant", help="the session's tenant (default: found by id)")
+    watch = sub.add_parser("watch", parents=[where], help="a live table, refreshed by events")
+    watch.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    sessions.set_defaults(run=run_sessions)

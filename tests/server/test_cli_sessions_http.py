@@ -1,0 +1,27 @@
+"""`ctxproxy sessions list | show` through a running proxy's `/v1/ctx/sessions` views."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Console
+
+from proxy.cli_sessions import HttpSource, run_list, run_show
+from proxy.server.appkeys import LIFECYCLE
+from tests.server.harness import Proxy
+
+
+async def test_list_and_show_through_a_running_proxy(proxy: Proxy) -> None:
+    async with proxy.client() as client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
+    session = raw.headers["x-ctx-session"]
+    source = HttpSource(str(proxy.server.make_url("/v1")), key="sk-client")
+    console = Console(record=True, width=200, force_terminal=False, color_system=None)
+    await run_list(source, console, limit=10)
+    assert await run_show(source, console, session=session, tenant=None) == 0
+    assert await run_show(source, console, session="unknown", tenant=None) == 1
+    await source.close()
+    text = console.export_text()
+    assert session in text and "gpt-4o" in text and "Stored summaries: 0" in text
