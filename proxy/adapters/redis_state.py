@@ -1,12 +1,16 @@
 """`StateStore` on Redis (redis.asyncio): a pool, short per-operation timeouts, a breaker.
 
-Every operation is one pipelined round trip. Any Redis failure raises `StoreUnavailable` and
+Every operation is one pipelined round trip, bounded as a whole by `op_timeout_s` (a frozen
+server accepts connections and never answers). Any Redis failure raises `StoreUnavailable` and
 opens a breaker for `breaker_s`, during which calls fail at once instead of waiting on a dead
-server; the first call after it tries again, so state features resume by themselves.
+server. Once it has elapsed, one call (the probe) tries Redis while the others still fail at once;
+a probe that succeeds closes the breaker, so state features resume by themselves and a dead server
+costs one timeout per breaker period, not one per request in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -43,6 +47,7 @@ class RedisStore:
         archive_max: int = 1_000,
     ) -> None:
         self._url = url
+        self._op_timeout_s = op_timeout_s
         # redis-py types its replies as unions of every RESP shape; we decode at this edge.
         self._redis: Any = aioredis.Redis.from_url(
             url,
@@ -55,6 +60,7 @@ class RedisStore:
         self._ttl = session_ttl_s
         self._breaker_s = breaker_s
         self._open_until = 0.0
+        self._probing = False
         self._events_max = events_max
         self._archive_max = archive_max
         self._fenced_save = self._redis.register_script(FENCED_SAVE)
@@ -62,16 +68,24 @@ class RedisStore:
 
     @property
     def degraded(self) -> bool:
-        return time.monotonic() < self._open_until
+        return self._probing or time.monotonic() < self._open_until
 
     async def _guard(self, op: Callable[[], Awaitable[T]]) -> T:
         if self.degraded:
             raise StoreUnavailable("state store unavailable (breaker open)")
+        probe = self._open_until > 0.0
+        self._probing = probe
         try:
-            return await op()
+            async with asyncio.timeout(self._op_timeout_s):
+                result = await op()
         except (RedisError, OSError, TimeoutError) as exc:
             self._open_until = time.monotonic() + self._breaker_s
             raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
+        finally:
+            if probe:
+                self._probing = False
+        self._open_until = 0.0
+        return result
 
     async def ping(self) -> bool:
         try:
