@@ -1,0 +1,95 @@
+"""Replay the real agent sessions of ../shared/traces/ through the proxy, turn by turn.
+
+Each request is the trace's history up to one of its assistant turns (what the client sent
+before the model wrote that turn), sent with the openai SDK to the proxy in front of the fake
+OpenAI upstream, which reports `prompt_tokens` = characters of what it received / 4. To keep the
+suite fast, at most `MAX_REQUESTS` turns per trace are replayed, evenly spaced and always
+including the last; each replayed request still carries the full history up to its turn.
+
+Configs: `aggressive` (compaction threshold 20,000 tokens) and `default` (threshold `auto`), both
+with the example workspace (bootstrap adds its ~2 KB to every request). Printed per trace (see
+with `pytest -s`, and recorded as junit properties): requests, prompt tokens sent without and with
+the proxy, summarizer tokens, compactions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletion
+
+from proxy.server.appkeys import ENGINE
+from proxy.stages.compact import summary_instruction
+from tests.e2e.agent import problems, settled
+from tests.fakes.openai_upstream import estimate_prompt_tokens
+from tests.server.conftest import MakeProxy
+from tests.server.harness import Proxy
+
+TRACES = sorted((Path(__file__).resolve().parents[3] / "shared" / "traces").glob("*.json"))
+CONFIGS = {"aggressive": "[tenants.default.compact]\nthreshold_tokens = 20000\n", "default": ""}
+MAX_REQUESTS = 40
+INSTRUCTION = summary_instruction(max_words=500)[:60]
+
+pytestmark = pytest.mark.skipif(not TRACES, reason="../shared/traces is not available")
+
+
+def is_summarizer_call(body: dict[str, Any]) -> bool:
+    """The proxy's own summarizer request (the fake also counts a trace turn quoting a summary)."""
+    last = (body.get("messages") or [{}])[-1]
+    return str(last.get("content", "")).startswith(INSTRUCTION)
+
+
+def replayed_turns(messages: list[dict[str, Any]], *, limit: int = MAX_REQUESTS) -> list[int]:
+    """Indexes `i` of assistant turns to replay (the request is `messages[:i]`)."""
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and i > 0]
+    if len(turns) <= limit:
+        return turns
+    step = len(turns) / limit
+    return sorted({turns[int(k * step)] for k in range(limit)} | {turns[-1]})
+
+
+async def replay(proxy: Proxy, trace: dict[str, Any]) -> list[tuple[int, int]]:
+    """(tokens the client's request holds, tokens the upstream received) per replayed request."""
+    messages, extra = trace["messages"], {"tools": trace["tools"]} if trace.get("tools") else {}
+    sizes: list[tuple[int, int]] = []
+    headers = {"X-Ctx-Session": "replay"}
+    async with proxy.client(default_headers=headers) as client:
+        for index in replayed_turns(messages):
+            body = {"model": "gpt-4o", "messages": messages[:index], **extra}
+            # The SDK's low-level `post`: `create` would spend ~90% of the runtime type-walking
+            # long histories (openai._utils._transform) before sending the same JSON.
+            await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+            await settled(proxy.app)
+            sent = proxy.fake.received[-1].body  # `chat` would skip a turn quoting "<summary>"
+            if not problems(body):
+                assert problems(sent) == [], f"request up to message {index} left invalid"
+            sizes.append((estimate_prompt_tokens(body), estimate_prompt_tokens(sent)))
+    return sizes
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)
+async def test_trace_replay_sends_only_valid_requests_and_fewer_tokens(
+    make_proxy: MakeProxy, path: Path, config: str, record_property: Any
+) -> None:
+    trace = json.loads(path.read_bytes())  # noqa: ASYNC240 (a local file, read once)
+    proxy = await make_proxy(tenant_extra=CONFIGS[config])
+    sizes = await replay(proxy, trace)
+    summaries = [r for r in proxy.fake.summary_requests if is_summarizer_call(r.body)]
+    for summary in summaries:
+        assert problems(summary.body) == []
+    without, with_proxy = (sum(s[i] for s in sizes) for i in (0, 1))
+    state = await proxy.app[ENGINE].store.load("default", "replay")
+    compactions = state.int_field("compactions")
+    summarizer = sum(estimate_prompt_tokens(s.body) for s in summaries)
+    line = (f"{path.stem} [{config}] requests={len(sizes)} without={without} "
+            f"with={with_proxy} summarizer={summarizer} compactions={compactions}")  # fmt: skip
+    print(line)
+    record_property("prompt_tokens", {"without": without, "with": with_proxy, "sizes": sizes})
+    if config == "aggressive" and without > 10_000:  # below, bootstrap's ~600 a request dominates
+        assert with_proxy < without
+    if config == "aggressive" and max(s[1] for s in sizes[:-1]) > 20_000:
+        assert compactions, "the upstream reported more than the threshold, yet no compaction"
