@@ -15,6 +15,9 @@ log = logging.getLogger(__name__)
 
 # Keys some gateways honour to pick the upstream; the client never picks ours (DESIGN §5).
 ROUTING_KEYS = ("base_url", "api_base", "api_key")
+# orjson parses up to 1,024 levels of nesting but serialises only 254: a body the proxy could
+# read but never send on is refused up front, with room for the few levels the stages add.
+NESTING_MARGIN = 8
 
 
 async def read_chat_body(request: web.Request) -> JSON:
@@ -27,12 +30,24 @@ async def read_chat_body(request: web.Request) -> JSON:
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.")
     checked: JSON = body
+    check_nesting(checked)
     check_chat_body(checked)
     dropped = [k for k in ROUTING_KEYS if k in checked]
     if dropped:
         log.info("ignored client routing keys: %s", ",".join(dropped))
         checked = {k: v for k, v in checked.items() if k not in ROUTING_KEYS}
     return checked
+
+
+def check_nesting(body: JSON) -> None:
+    """`BadRequest` when the body is nested too deeply to be serialised again upstream."""
+    wrapped: Any = body
+    for _ in range(NESTING_MARGIN):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except orjson.JSONEncodeError as exc:
+        raise BadRequest("Request body is nested too deeply.") from exc
 
 
 def check_chat_body(body: JSON) -> None:

@@ -1,4 +1,5 @@
-"""HTTP concerns only: a request id, and one error boundary rendering OpenAI-shaped errors."""
+"""HTTP concerns only: a request id, a bound on header size, and one error boundary rendering
+OpenAI-shaped errors."""
 
 from __future__ import annotations
 
@@ -13,11 +14,17 @@ from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 log = logging.getLogger(__name__)
 
 REQUEST_ID = web.RequestKey("request_id", str)
+# aiohttp refuses one header line over 8 KiB; this bounds them all together (nginx: 32 KiB,
+# Envoy: 60 KiB), so a client cannot make every hop carry megabytes of headers.
+MAX_HEADER_BYTES = 64 * 1024
 
 
 @web.middleware
 async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[REQUEST_ID] = secrets.token_hex(8)
+    if sum(len(k) + len(v) + 4 for k, v in request.raw_headers) > MAX_HEADER_BYTES:
+        body = error_body("Request headers are too large.", "invalid_request_error")
+        return _error(431, body)
     try:
         response = await handler(request)
     except CtxProxyError as exc:
