@@ -38,7 +38,7 @@ async def worker(session: aiohttp.ClientSession, url: str, body: bytes, deadline
     while time.perf_counter() < deadline:
         try:
             latency, ttfb = await one(session, url, body)
-        except (aiohttp.ClientError, RuntimeError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError, RuntimeError) as exc:
             out["errors"] += 1
             out["last_error"] = repr(exc)[:200]
             continue

@@ -146,7 +146,9 @@ def litellm(tmp: Path, base: str) -> Iterator[Target | None]:
     config.write_text(LITELLM_YAML.format(base=base))
     argv = [str(LITELLM), "--config", str(config), "--port", str(port), "--host", "127.0.0.1",
             "--num_workers", "1"]
-    env = {"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True"}
+    env = {"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True",
+           "LITELLM_MASTER_KEY": "sk-bench",  # the load generator's bearer
+           "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
     with running(argv, port=port, log=tmp / "litellm.log", env=env, timeout=180) as proc:
         yield Target("LiteLLM", f"http://127.0.0.1:{port}{CHAT}", proc.pid)
 
