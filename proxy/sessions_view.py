@@ -30,7 +30,7 @@ def number(row: Mapping[str, str], name: str) -> int:
 def context_bar(tokens: int, threshold: int, *, width: int = BAR_WIDTH) -> Text:
     """`█████░░░ 881 / 6000`: the last prompt against the compaction threshold; red at or over."""
     ratio = tokens / threshold if threshold > 0 else 0.0
-    filled = min(width, round(ratio * width))
+    filled = min(width, int(ratio * width))
     style = "red" if ratio >= 1 else "yellow" if ratio >= 0.8 else "green"
     bar = Text("█" * filled, style=style) + Text("░" * (width - filled), style="dim")
     return bar + Text(f" {tokens} / {threshold or '?'}")

@@ -60,7 +60,7 @@ async def test_list_shows_each_session_with_its_bar_cached_share_and_last_event(
     assert "agent-2" in first and "team" in first and "claude-x" in first  # newest first
     assert "900 / 6000" in first and "0%" in first
     assert "default" in second and "4800 / 6000" in second and "25%" in second
-    assert "██████████░░" in second  # 4800/6000 of 12 cells
+    assert "█████████░░░" in second  # 4800/6000 of 12 cells, rounded down
     assert "pruned 519 chars" in second and "200 ok" in second
 
 
