@@ -33,14 +33,17 @@ class Agent:
 
     client: openai.AsyncOpenAI
     app: web.Application
-    system: str = "You are a careful coding agent."
+    system: str | Message = "You are a careful coding agent."
+    """The client's system prompt: its text, or a whole system message."""
     model: str = "gpt-4o"
     history: list[Message] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def messages(self) -> list[Message]:
-        return [{"role": "system", "content": self.system}, *self.history]
+        system = self.system
+        return [system if isinstance(system, dict) else {"role": "system", "content": system},
+                *self.history]  # fmt: skip
 
     def add(self, *messages: Message) -> None:
         self.history.extend(messages)

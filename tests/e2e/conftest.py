@@ -1,5 +1,63 @@
-"""End-to-end fixtures: the proxy in process in front of fake upstreams (see tests/server)."""
+"""End-to-end fixtures: the proxy in process in front of fake upstreams.
+
+`make_proxy` (from tests/server) puts it in front of the fake OpenAI API; `make_anthropic_proxy`
+in front of the fake Anthropic Messages API (`kind = "anthropic"`, `cache_style = "anthropic"`,
+`forward_client_key = false` so the upstream's own key is used, as with a real Anthropic key).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from proxy.config import load_settings
+from proxy.server.app import create_app
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.server.conftest import make_proxy as make_proxy
+from tests.server.harness import write_config
+
+UPSTREAM_KEY = "sk-ant-upstream"
+
+
+@dataclass
+class AnthropicProxy:
+    fake: FakeAnthropic
+    server: TestServer
+    app: web.Application
+    workspace: Path
+
+    def client(self, **kw: Any) -> openai.AsyncOpenAI:
+        base_url = str(self.server.make_url("/v1"))
+        return openai.AsyncOpenAI(base_url=base_url, api_key="sk-client", max_retries=0, **kw)
+
+
+MakeAnthropicProxy = Callable[..., Awaitable[AnthropicProxy]]
+
+
+@pytest.fixture
+async def make_anthropic_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeAnthropicProxy:
+    async def make(*, tenant_extra: str = "", **values: Any) -> AnthropicProxy:
+        fake = FakeAnthropic(api_key=UPSTREAM_KEY)
+        upstream = await aiohttp_server(fake.app())
+        config = write_config(
+            tmp_path,
+            upstream=str(upstream.make_url("")).rstrip("/"),
+            upstream_kind="anthropic",
+            upstream_path="",
+            cache_style="anthropic",
+            tenant_extra="forward_client_key = false\n" + tenant_extra,
+            **values,
+        )
+        settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": UPSTREAM_KEY})
+        app = create_app(settings)
+        server = await aiohttp_server(app)
+        return AnthropicProxy(fake=fake, server=server, app=app, workspace=tmp_path / "ws")
+
+    return make

@@ -26,8 +26,8 @@ url = "{store_url}"
 key_prefix = "{key_prefix}"
 
 [upstreams.fake]
-kind = "openai"
-base_url = "{upstream}/v1"
+kind = "{upstream_kind}"
+base_url = "{upstream}{upstream_path}"
 api_key_env = "FAKE_UPSTREAM_KEY"
 cache_style = "{cache_style}"
 first_byte_timeout_s = {first_byte_timeout_s}
@@ -69,6 +69,8 @@ def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: 
         "first_byte_timeout_s": 30,
         "idle_timeout_s": 30,
         "tenant_extra": "",
+        "upstream_kind": "openai",  # "anthropic": base_url is the fake's root (upstream_path "")
+        "upstream_path": "/v1",
     }
     defaults.update(values)
     ws = tmp / "ws"

@@ -1,0 +1,92 @@
+"""Prompt caching and compaction through the proxy in front of the fake Anthropic Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.agent import Agent, count_cache_control
+from tests.e2e.conftest import MakeAnthropicProxy
+from tests.fakes.anthropic_upstream import text, tool_use
+
+MODEL = "claude-sonnet-4-5"
+LOW_MINIMUM = "[tenants.default.cache]\nmin_cacheable_tokens = 100\n"
+EPHEMERAL = {"type": "ephemeral"}
+CLIENT_SYSTEM = {
+    "role": "system",
+    "content": [{"type": "text", "text": "Client rules.", "cache_control": EPHEMERAL}],
+}
+
+
+def replace_file(path: Path, content: str) -> None:
+    """Write as editors do (a new file renamed over the old one), so the change is always seen."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(content, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+async def test_static_prefix_stays_byte_identical_while_dynamic_files_change(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=LOW_MINIMUM)
+    agent = Agent(proxy.client(), proxy.app, model=MODEL, system=CLIENT_SYSTEM)
+    for number in range(100):
+        replace_file(proxy.workspace / "user.md", f"The user likes version {number}.")
+        replace_file(
+            proxy.workspace / "memory" / "MEMORY.md", f"- 2025-01-{number % 28 + 1:02d}: {number}"
+        )
+        if number % 10 == 0:  # ten conversations of ten turns: the prefix is the tenant's
+            agent.history.clear()
+        first: dict[str, Any] = {"role": "user", "content": f"question {number}"}
+        if number % 10 == 5:  # the client's own second breakpoint, kept to the end of its talk
+            part = {"type": "text", "text": f"question {number}", "cache_control": EPHEMERAL}
+            first = {"role": "user", "content": [part]}
+        agent.add(first)
+        await agent.turn()
+    bodies = [r.body for r in proxy.fake.received]
+    assert len(bodies) == 100, "every request was accepted by the API's checks"
+    statics = {json.dumps(b["system"][0], sort_keys=True) for b in bodies}
+    assert len(statics) == 1 and "cache_control" in bodies[0]["system"][0]
+    assert all(count_cache_control(b) <= 4 for b in bodies)
+    assert "version 99" in bodies[-1]["system"][-1]["text"]
+    assert "version 98" in bodies[-2]["system"][-1]["text"]
+
+
+async def test_compaction_summarizes_through_the_anthropic_api(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    compact = "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 4\n"
+    proxy = await make_anthropic_proxy(tenant_extra=compact)
+    summary = "<analysis>facts</analysis><summary>Ada runs BLUEFIN on port 8421.</summary>"
+    proxy.fake.script(
+        tool_use(("toolu_1", "read", {"path": "a.py"}), usage=_usage(500)),
+        text("Read it.", usage=_usage(900)),
+        tool_use(("toolu_2", "read", {"path": "b.py"}), usage=_usage(2500)),
+        text(summary),  # the summarizer's call comes before the compacted request
+        text("Compacted answer."),
+    )
+    client = proxy.client(default_headers={"X-Ctx-Session": "anthropic"})
+    agent = Agent(client, proxy.app, model=MODEL)
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "I am Ada; project BLUEFIN listens on port 8421."},
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "print('a')"},
+        {"role": "user", "content": "Now b.py."},
+        {"role": "tool", "tool_call_id": "toolu_2", "content": "print('b')"},
+    ]
+    for message in turns:
+        agent.add(message)
+        await agent.turn()
+    summarizer, compacted = (r.body for r in proxy.fake.received[-2:])
+    assert "BLUEFIN" in json.dumps(summarizer) and summarizer.get("stream") is not True
+    first = compacted["messages"][0]["content"]
+    first_text = first if isinstance(first, str) else first[0]["text"]
+    assert first_text == "[Conversation summary]\nAda runs BLUEFIN on port 8421."
+    assert agent.header("X-Ctx-Compacted") == "1"
+    assert [agent.header("X-Ctx-Compacted", i) for i in range(3)] == ["0", "0", "0"]
+    assert agent.history[-1]["content"] == "Compacted answer."
+
+
+def _usage(input_tokens: int) -> dict[str, int]:
+    return {"input_tokens": input_tokens, "output_tokens": 5}
