@@ -28,8 +28,10 @@ REBUILT = frozenset({"host", "content-length", "content-encoding", "accept-encod
 
 
 def _connection_listed(headers: Mapping[str, str]) -> set[str]:
-    listed = headers.get("connection", "") or ""
-    return {name.strip().lower() for name in listed.split(",") if name.strip()}
+    """Names listed in every `Connection` header (a request may carry several)."""
+    getall = getattr(headers, "getall", None)
+    values = getall("connection", []) if getall is not None else [headers.get("connection", "")]
+    return {name.strip().lower() for value in values for name in (value or "").split(",")} - {""}
 
 
 def _crosses(name: str, dropped: set[str]) -> bool:
