@@ -26,6 +26,15 @@ from tests.server.harness import write_config
 UPSTREAM_KEY = "sk-ant-upstream"
 
 
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """`make_proxy` settings for each store: the embedded one, and a real Redis server."""
+    if request.param == "memory":
+        return {}
+    server = request.getfixturevalue("redis_server")
+    return {"store_url": server.url, "key_prefix": request.getfixturevalue("key_prefix")}
+
+
 @dataclass
 class AnthropicProxy:
     fake: FakeAnthropic

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.e2e.agent import Agent, count_cache_control
 from tests.e2e.conftest import MakeAnthropicProxy
-from tests.fakes.anthropic_upstream import text, tool_use
+from tests.fakes.anthropic_upstream import ErrorReply, text, tool_use
 
 MODEL = "claude-sonnet-4-5"
 LOW_MINIMUM = "[tenants.default.cache]\nmin_cacheable_tokens = 100\n"
@@ -25,6 +25,15 @@ def replace_file(path: Path, content: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(content, encoding="utf-8")
     os.replace(temporary, path)
+
+
+TURNS: list[dict[str, Any]] = [
+    {"role": "user", "content": "I am Ada; project BLUEFIN listens on port 8421."},
+    {"role": "tool", "tool_call_id": "toolu_1", "content": "print('a')"},
+    {"role": "user", "content": "Now b.py."},
+    {"role": "tool", "tool_call_id": "toolu_2", "content": "print('b')"},
+]
+"""Client turns; the fake answers the first with a call `toolu_1`, the third with `toolu_2`."""
 
 
 async def test_static_prefix_stays_byte_identical_while_dynamic_files_change(
@@ -69,13 +78,7 @@ async def test_compaction_summarizes_through_the_anthropic_api(
     )
     client = proxy.client(default_headers={"X-Ctx-Session": "anthropic"})
     agent = Agent(client, proxy.app, model=MODEL)
-    turns: list[dict[str, Any]] = [
-        {"role": "user", "content": "I am Ada; project BLUEFIN listens on port 8421."},
-        {"role": "tool", "tool_call_id": "toolu_1", "content": "print('a')"},
-        {"role": "user", "content": "Now b.py."},
-        {"role": "tool", "tool_call_id": "toolu_2", "content": "print('b')"},
-    ]
-    for message in turns:
+    for message in TURNS:
         agent.add(message)
         await agent.turn()
     summarizer, compacted = (r.body for r in proxy.fake.received[-2:])
@@ -86,6 +89,29 @@ async def test_compaction_summarizes_through_the_anthropic_api(
     assert agent.header("X-Ctx-Compacted") == "1"
     assert [agent.header("X-Ctx-Compacted", i) for i in range(3)] == ["0", "0", "0"]
     assert agent.history[-1]["content"] == "Compacted answer."
+
+
+async def test_prompt_too_long_compacts_through_anthropic_and_retries_once(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy()
+    too_long = "prompt is too long: 210000 tokens > 200000 maximum"
+    proxy.fake.script(
+        tool_use(("toolu_1", "read", {"path": "a.py"})),
+        text("Read it."),
+        tool_use(("toolu_2", "read", {"path": "b.py"})),
+        ErrorReply(400, "invalid_request_error", too_long),
+        text("<summary>Short.</summary>"),
+        text("After the retry."),
+    )
+    agent = Agent(proxy.client(), proxy.app, model=MODEL)
+    for message in TURNS:
+        agent.add(message)
+        await agent.turn()
+    retried = proxy.fake.received[-1].body["messages"]
+    assert retried[0]["content"][0]["text"] == "[Conversation summary]\nShort."
+    assert agent.history[-1]["content"] == "After the retry."
+    assert agent.header("X-Ctx-Compacted") == "1" and len(proxy.fake.received) == 6
 
 
 def _usage(input_tokens: int) -> dict[str, int]:

@@ -23,9 +23,9 @@ OVERFLOW = {
 
 
 async def test_async_mode_summary_is_made_in_the_background_and_picked_up_later(
-    make_proxy: MakeProxy,
+    make_proxy: MakeProxy, store: dict[str, str]
 ) -> None:
-    proxy = await make_proxy(tenant_extra=COMPACT + 'mode = "async"\nsoft_ratio = 0.5\n')
+    proxy = await make_proxy(tenant_extra=COMPACT + 'mode = "async"\nsoft_ratio = 0.5\n', **store)
     tokens = (100, 200, 300, 1400, 500, 600)  # the 5th request starts the summary (1,400 ≥ 1,000)
     agent = await run_session(proxy, tokens=tokens, turns=5)
     await background_compactions_done(proxy.app)

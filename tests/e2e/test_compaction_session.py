@@ -15,13 +15,9 @@ from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def session_proxy(request: pytest.FixtureRequest, make_proxy: MakeProxy) -> Proxy:
-    if request.param == "memory":
-        return await make_proxy(tenant_extra=COMPACT)
-    server = request.getfixturevalue("redis_server")
-    prefix = request.getfixturevalue("key_prefix")
-    return await make_proxy(tenant_extra=COMPACT, store_url=server.url, key_prefix=prefix)
+@pytest.fixture
+async def session_proxy(make_proxy: MakeProxy, store: dict[str, str]) -> Proxy:
+    return await make_proxy(tenant_extra=COMPACT, **store)
 
 
 async def archived(proxy: Proxy) -> list[list[dict[str, Any]]]:
@@ -98,3 +94,21 @@ def _message(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
 
 def _content(messages: list[dict[str, Any]], call_id: str) -> Any:
     return _message(messages, call_id)["content"]
+
+
+async def test_second_compaction_folds_the_first_summary_in(session_proxy: Proxy) -> None:
+    agent = await run_session(session_proxy)
+    fake = session_proxy.fake
+    fake.summary_text = "<analysis>a</analysis><summary>SECOND SUMMARY</summary>"
+    for question, tokens in (("And then?", 2500), ("Anything else?", 800), ("Bye.", 800)):
+        agent.add(user(question))
+        fake.script.append(answer(prompt_tokens=tokens))
+        await agent.turn()
+    second, later = (r.body["messages"] for r in fake.chat[-2:])
+    assert "SUMMARY OF EARLIER TURNS" in text_of(fake.summary_requests[1].body["messages"][1])
+    for sent, end in ((second, -3), (later, -1)):
+        assert sent[1] == user("[Conversation summary]\nSECOND SUMMARY")
+        assert sent[2:] == agent.history[14:end]
+    assert [agent.header("X-Ctx-Compacted", i) for i in (-3, -2, -1)] == ["0", "1", "0"]
+    assert [len(history) for history in await archived(session_proxy)] == [15, 19]
+    assert_all_valid(r.body for r in fake.received)
