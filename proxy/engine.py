@@ -8,6 +8,7 @@ the request goes through without state features (`Turn.state` empty, `degraded` 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -111,7 +112,8 @@ class ContextEngine:
             and last >= soft_threshold(threshold, settings=settings)
         ):
             job = self._job(stack, client, draft, turn, applied, api_key)
-            self._compactor.start_background(job)
+            counted = functools.partial(self._counted, turn.tenant, turn.session)
+            self._compactor.start_background(job, on_done=counted)
         body_out, after = stack.finish(draft, turn)
         body_out, check = validate(
             body_out, client_messages=body["messages"], style=turn.cache_style
@@ -140,6 +142,13 @@ class ContextEngine:
         ):
             return None  # a background summary is on its way; nobody waits for it
         return await self._compactor.run(self._job(stack, client, draft, turn, applied, api_key))
+
+    async def _counted(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
+        """A finished background compaction counts in its session's state like a sync one."""
+        if outcome.status == "done":
+            await self.store.record_turn(
+                tenant, session, fields={}, counters={"compactions": 1}, decisions={}
+            )
 
     async def persist_outputs(self, prepared: Prepared) -> int:
         """Store the full texts that budgets replaced by `<persisted-output>` blocks.
