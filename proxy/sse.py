@@ -25,11 +25,14 @@ class SSEvent:
 class SSEDecoder:
     """Incremental decoder. `feed(chunk)` -> complete events; `pending` -> bytes held back."""
 
-    __slots__ = ("_buf", "_cr", "_data", "_event", "_event_start", "_id", "_pos", "_saw_field")
+    __slots__ = (
+        "_buf", "_cr", "_data", "_event", "_event_start", "_id", "_pos", "_saw_field", "_scan",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._buf = bytearray()
         self._pos = 0
+        self._scan = 0  # bytes before this hold no line end: a long line is scanned once
         self._event_start = 0
         self._data: list[str] = []
         self._event = ""
@@ -42,6 +45,17 @@ class SSEDecoder:
         """Bytes of an event not yet complete (a cut-off stream leaves these behind)."""
         rest = bytes(self._buf[self._event_start :])
         return rest if rest.strip(b"\r\n") else b""
+
+    @property
+    def tail(self) -> bytes:
+        """Line-end bytes after the last event that belong to no event yet.
+
+        A `\r\n` split across chunks right after an event's blank line: the event is
+        dispatched at the `\r` (no waiting for the next chunk), and its `\n` is counted in the
+        next event's `raw`, or left here when the stream ends. A relay writes it last, so the
+        stream it forwards is byte for byte the one it read."""
+        rest = bytes(self._buf[self._event_start :])
+        return b"" if rest.strip(b"\r\n") else rest
 
     def feed(self, chunk: bytes) -> list[SSEvent]:
         self._buf += chunk
@@ -61,6 +75,7 @@ class SSEDecoder:
                 self._event_start = next_pos  # blank line with nothing pending
         if self._event_start > 0 and self._event_start == self._pos:
             del buf[: self._event_start]
+            self._scan = max(0, self._scan - self._event_start)
             self._pos = self._event_start = 0
         return events
 
@@ -75,8 +90,9 @@ class SSEDecoder:
                 pos += 1
                 self._pos = pos
             self._cr = False
-        lf = buf.find(b"\n", pos)
-        cr = buf.find(b"\r", pos)
+        start = max(pos, self._scan)
+        lf = buf.find(b"\n", start)
+        cr = buf.find(b"\r", start)
         if cr >= 0 and (lf < 0 or cr < lf):
             if cr + 1 < len(buf):
                 return cr, cr + 2 if buf[cr + 1] == 0x0A else cr + 1
@@ -84,6 +100,7 @@ class SSEDecoder:
             return cr, cr + 1
         if lf >= 0:
             return lf, lf + 1
+        self._scan = len(buf)
         return -1, -1
 
     def _take_line(self, line: bytes) -> None:

@@ -86,6 +86,8 @@ async def relay_stream(
     if decoder.pending:
         await _write_error(response, None)
         return response, Relayed(None, completed=False, first_byte_s=first_byte, error="cut")
+    if decoder.tail:
+        await response.write(decoder.tail)
     await response.write_eof()
     return response, Relayed(usage=usage, completed=True, first_byte_s=first_byte)
 
