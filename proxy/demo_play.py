@@ -8,18 +8,28 @@ SIMULATED upstream received (bootstrap sections, pruned tool results, compacted 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-import openai
 import orjson
 from rich.console import Console
 from rich.text import Text
 
-from proxy.demo_script import FILES, LISTING, TOOLS, call_transcript
+from proxy.demo_script import FILES, LISTING, call_transcript
 from proxy.demo_upstream import Call, Say, SimulatedUpstream
 from proxy.sessions_view import context_bar
+from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
+from proxy.stages.compact import CompactSettings
 
+Send = Callable[[list[dict[str, Any]]], Awaitable[tuple[dict[str, Any], Mapping[str, str]]]]
+"""Sends the history through the proxy; the completion (JSON) and the response headers."""
+
+THRESHOLD = 6000
+DEFAULT_WORKSPACE = Path(__file__).resolve().parents[1] / "config" / "workspaces" / "default"
+FALLBACK_PROFILE = "# About the user\n\n- Name: Maya Lindqvist. Call her Maya.\n"
 MAX_STEPS = 10
 MARGIN_TOKENS = 150
 SECTION = re.compile(r"<(soul|user_profile|agent|memory_index)>")
@@ -29,17 +39,15 @@ class DemoSession:
     def __init__(
         self,
         console: Console,
-        client: openai.AsyncOpenAI,
+        send: Send,
         upstream: SimulatedUpstream,
         *,
         system: str,
-        session: str,
         threshold: int,
     ) -> None:
         self._console = console
-        self._client = client
+        self._send = send
         self._upstream = upstream
-        self._session = session
         self._threshold = threshold
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         self.tokens = 0
@@ -84,23 +92,16 @@ class DemoSession:
 
     async def _request(self) -> dict[str, Any]:
         self.gauge()
-        raw = await self._client.chat.completions.with_raw_response.create(
-            model="simulated-model",
-            messages=self.messages,  # type: ignore[arg-type]
-            tools=TOOLS,  # type: ignore[arg-type]
-            extra_headers={"X-Ctx-Session": self._session},
-        )
-        completion = raw.parse()
-        self._narrate(self._upstream.received[-1]["messages"], compacted=raw.headers)
-        if completion.usage is not None:
-            self.tokens = completion.usage.prompt_tokens
-            details = completion.usage.prompt_tokens_details
-            self.cached = (details.cached_tokens or 0) if details else 0
-        message = completion.choices[0].message.model_dump(exclude_none=True)
+        completion, headers = await self._send(self.messages)
+        self._narrate(self._upstream.received[-1]["messages"], headers=headers)
+        usage = completion.get("usage") or {}
+        self.tokens = int(usage.get("prompt_tokens") or 0)
+        self.cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        message: dict[str, Any] = completion["choices"][0]["message"]
         self.messages.append(message)
         return message
 
-    def _narrate(self, received: list[dict[str, Any]], *, compacted: Any) -> None:
+    def _narrate(self, received: list[dict[str, Any]], *, headers: Mapping[str, str]) -> None:
         if len(self._upstream.received) == 1:
             system = str(received[0].get("content", "")) if received else ""
             tags = ", ".join(f"<{t}>" for t in SECTION.findall(system))
@@ -116,7 +117,7 @@ class DemoSession:
                 self._pruned.add(message["tool_call_id"])
                 what = self._hints.get(message["tool_call_id"], "a tool result")
                 self._console.print(f"  [yellow]✂ pruned[/] {what}: {before} → {after} chars")
-        if compacted.get("X-Ctx-Compacted") == "1":
+        if headers.get("X-Ctx-Compacted") == "1":
             before, after = _history_len(self.messages), _history_len(received)
             self._console.print(
                 f"  [red]⇣ compacted:[/] {before} messages → {after} "
@@ -135,3 +136,34 @@ class DemoSession:
 
 def _history_len(messages: Sequence[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") not in ("system", "developer"))
+
+
+def prepare_workspace(workdir: Path | None) -> Path:
+    """A fresh copy of the default workspace (a minimal profile if the checkout has none)."""
+    root = workdir or Path(tempfile.mkdtemp(prefix="ctxproxy-demo-"))
+    workspace = root / "workspace"
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    if DEFAULT_WORKSPACE.is_dir():
+        shutil.copytree(DEFAULT_WORKSPACE, workspace)
+    else:
+        workspace.mkdir(parents=True)
+        (workspace / "user.md").write_text(FALLBACK_PROFILE, encoding="utf-8")
+    return workspace
+
+
+def demo_settings(workspace: Path, upstream_url: str) -> Settings:
+    upstream = UpstreamSettings(
+        name="simulated", base_url=f"{upstream_url}/v1", api_key="simulated", cache_style="openai"
+    )
+    tenant = TenantSettings(
+        workspace=workspace,
+        upstream="simulated",
+        compact=CompactSettings(threshold_tokens=THRESHOLD),
+    )
+    return Settings(
+        store=StoreSettings(url="memory://"),
+        upstreams={"simulated": upstream},
+        tenants={"default": tenant},
+        source="<demo>",
+    )
