@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from rich.live import Live
 from rich.table import Table
 
 from proxy.adapters.redis_state import RedisStore
+from proxy.errors import StoreUnavailable
 from proxy.sessions_view import SessionKey, session_detail_view, sessions_table
 
 Event = dict[str, str]
@@ -152,8 +154,12 @@ async def run_show(
 async def run_watch(
     source: SessionSource, console: Console, *, limit: int, interval_s: float
 ) -> int:
+    frames = watch_frames(source, limit=limit, interval_s=interval_s)
+    if not console.is_terminal:  # a pipe or a log: one table after another
+        async for frame in frames:
+            console.print(frame)
     with Live(console=console, auto_refresh=False) as live:
-        async for frame in watch_frames(source, limit=limit, interval_s=interval_s):
+        async for frame in frames:
             live.update(frame, refresh=True)
     return 0
 
@@ -191,6 +197,11 @@ def run_sessions(args: argparse.Namespace) -> int:
         return asyncio.run(main())
     except KeyboardInterrupt:
         return 0
+    except (StoreUnavailable, aiohttp.ClientError, OSError) as exc:
+        print(
+            f"ctxproxy sessions: cannot read sessions: {type(exc).__name__}: {exc}", file=sys.stderr
+        )
+        return 1
 
 
 def add_sessions_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -76,7 +76,7 @@ def sessions_table(
 ) -> Table:
     """One line per session: tenant, session, model, context bar, cached share, compactions."""
     table = Table(title=title, title_justify="left", expand=False)
-    for name in ("tenant", "session", "model", "context (last prompt / threshold)", "cached"):
+    for name in ("tenant", "session", "model", "last prompt / threshold", "cached"):
         table.add_column(name, no_wrap=True)
     table.add_column("compactions", justify="right")
     table.add_column("requests", justify="right")
@@ -96,7 +96,7 @@ def sessions_table(
             f"{describe_event(event)} · {updated}" if event else updated,
         )
     if not rows:
-        table.add_row("(no sessions yet)", "", "", "", "", "", "", "")
+        table.caption = "no sessions yet"
     return table
 
 
