@@ -3,14 +3,16 @@
 Stream bytes are copied as they arrive; a pure SSE decoder watches them so that only complete
 events are forwarded (partial bytes never), usage is picked out, and the usage chunk the proxy
 asked for on the client's behalf is dropped. A stream the upstream cuts or leaves idle ends with
-an in-band `data: {"error": ...}` event, never a silent clean end.
+an in-band `data: {"error": ...}` event, never a silent clean end. So does a stream still running
+`drain_timeout_s` after shutdown began: it is stopped while its client can still be told.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import aiohttp
@@ -20,6 +22,7 @@ from aiohttp import web
 from proxy.adapters.http_client import UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
+from proxy.server.appkeys import LIFECYCLE, SETTINGS, Lifecycle
 from proxy.sse import SSEDecoder
 from proxy.usage import Usage, is_usage_only_chunk, usage_from, usage_from_body
 
@@ -59,49 +62,107 @@ async def relay_stream(
     assert reply.stream is not None
     response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
     await response.prepare(request)
-    decoder = SSEDecoder()
-    usage: Usage | None = None
-    first_byte: float | None = None
+    copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
+    watch = DrainWatch(request.app[LIFECYCLE], drain_s=request.app[SETTINGS].server.drain_timeout_s)
     try:
-        async for chunk in reply.stream:
-            first_byte = first_byte or time.monotonic() - started
-            out = bytearray()
-            for event in decoder.feed(chunk):
-                if b'"usage"' in event.raw and event.data.startswith("{"):
-                    payload = _json(event.data)
-                    usage = usage_from(payload) or usage
-                    if drop_usage_chunk and is_usage_only_chunk(payload):
-                        continue
-                out += event.raw
-            if out:
-                await response.write(bytes(out))
+        await copier.copy(reply.stream)
+    except asyncio.CancelledError:
+        # Shutdown past the drain timeout (or a client that left): tell a client still there.
+        await _write_error(response, None, reason="the proxy is shutting down")
+        raise
     except CUT_ERRORS as exc:
         if isinstance(exc, ConnectionResetError) and request.transport is None:
             raise  # the client went away: nothing to tell it
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
-        return response, Relayed(
-            usage=None, completed=False, first_byte_s=first_byte, error=type(exc).__name__
-        )
-    if decoder.pending:
+        return response, copier.relayed(completed=False, error=type(exc).__name__)
+    finally:
+        watch.close()
+    if copier.decoder.pending:
         await _write_error(response, None)
-        return response, Relayed(None, completed=False, first_byte_s=first_byte, error="cut")
-    if decoder.tail:
-        await response.write(decoder.tail)
+        return response, copier.relayed(completed=False, error="cut")
+    if copier.decoder.tail:
+        await response.write(copier.decoder.tail)
     await response.write_eof()
-    return response, Relayed(usage=usage, completed=True, first_byte_s=first_byte)
+    return response, copier.relayed(completed=True)
 
 
-async def _write_error(response: web.StreamResponse, exc: BaseException | None) -> None:
-    reason = "upstream went silent" if isinstance(exc, UpstreamIdle) else "upstream stream cut"
+class _Copier:
+    """Forwards whole events as they complete, picking out usage on the way."""
+
+    def __init__(
+        self, response: web.StreamResponse, *, drop_usage_chunk: bool, started: float
+    ) -> None:
+        self.decoder = SSEDecoder()
+        self._response = response
+        self._drop_usage_chunk = drop_usage_chunk
+        self._started = started
+        self._usage: Usage | None = None
+        self._first_byte: float | None = None
+
+    async def copy(self, stream: AsyncIterator[bytes]) -> None:
+        async for chunk in stream:
+            self._first_byte = self._first_byte or time.monotonic() - self._started
+            out = bytearray()
+            for event in self.decoder.feed(chunk):
+                if b'"usage"' in event.raw and event.data.startswith("{"):
+                    payload = _json(event.data)
+                    self._usage = usage_from(payload) or self._usage
+                    if self._drop_usage_chunk and is_usage_only_chunk(payload):
+                        continue
+                out += event.raw
+            if out:
+                await self._response.write(bytes(out))
+
+    def relayed(self, *, completed: bool, error: str = "") -> Relayed:
+        """Usage counts only for an answer that completed."""
+        usage = self._usage if completed else None
+        return Relayed(usage, completed=completed, first_byte_s=self._first_byte, error=error)
+
+
+async def _write_error(
+    response: web.StreamResponse, exc: BaseException | None, *, reason: str = ""
+) -> None:
+    """The in-band error event, then the end; bounded, and silent if the client is gone."""
+    if not reason:
+        reason = "upstream went silent" if isinstance(exc, UpstreamIdle) else "upstream stream cut"
     body = error_body(
         f"{reason} before the answer was complete", "upstream_error", code="stream_interrupted"
     )
     try:
-        await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
-        await response.write_eof()
-    except (ConnectionResetError, aiohttp.ClientConnectionError):
+        async with asyncio.timeout(1.0):  # a client that stopped reading cannot hold us here
+            await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
+            await response.write_eof()
+    except (ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
         pass
+
+
+class DrainWatch:
+    """Cancels the current task once the app has been draining for `drain_s` seconds.
+
+    Checked on a timer (`every_s`), so a stream waiting on a silent upstream is stopped too,
+    before aiohttp closes the connection under it."""
+
+    def __init__(self, lifecycle: Lifecycle, *, drain_s: float, every_s: float = 0.25) -> None:
+        self._lifecycle = lifecycle
+        self._drain_s = drain_s
+        self._every_s = every_s
+        self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
+        self._since: float | None = None
+        self._handle = self._loop.call_later(every_s, self._check)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if self._lifecycle.phase == "draining":
+            self._since = now if self._since is None else self._since
+            if now - self._since >= self._drain_s and self._task is not None:
+                self._task.cancel()
+                return
+        self._handle = self._loop.call_later(self._every_s, self._check)
+
+    def close(self) -> None:
+        self._handle.cancel()
 
 
 def _json(data: str) -> object:
