@@ -207,3 +207,25 @@ async def test_error_statuses_pass_through_after_exactly_one_attempt(
     for name, value in headers.items():
         assert got_headers[name] == value
     assert len(rig.fake.chat) == 1
+
+
+OVERFLOW = {"message": "This model's maximum context length is 8192 tokens.",
+            "type": "invalid_request_error", "param": "messages",
+            "code": "context_length_exceeded"}  # fmt: skip
+
+
+@pytest.mark.parametrize("compact", [True, False])
+async def test_context_length_error_compacts_and_retries_once_else_passes_through(
+    make_rig: MakeRig, compact: bool
+) -> None:
+    from tests.reliability.support import COMPACT_AT_1000, history
+
+    extra = COMPACT_AT_1000 if compact else "[tenants.default.compact]\nenabled = false\n"
+    rig = await make_rig(tenant_extra=extra)
+    rig.fake.script.extend([Reply(status=400, error=OVERFLOW), Reply(status=400, error=OVERFLOW)])
+    async with aiohttp.ClientSession() as http:
+        body = {"model": "gpt-4o", "messages": history(6)}
+        status, raw, _ = await post_json(http, rig.url("/v1/chat/completions"), body)
+    assert status == 400 and orjson.loads(raw) == {"error": OVERFLOW}
+    assert len(rig.fake.chat) == (2 if compact else 1)
+    assert len(rig.fake.summary_requests) == (1 if compact else 0)
