@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from proxy.compactor import CompactionJob, CompactionOutcome, Compactor
@@ -27,6 +27,9 @@ from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction
 from proxy.usage import Usage
 
 log = logging.getLogger(__name__)
+
+BackgroundHook = Callable[[str, str, CompactionOutcome], Awaitable[None]]
+"""Told of every finished background compaction: (tenant, session, outcome)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +56,10 @@ class ContextEngine:
         stacks: Mapping[str, Stack],
         upstreams: Mapping[str, UpstreamSettings],
         clock: Callable[[], float] = time.time,
+        on_background: BackgroundHook | None = None,
     ) -> None:
         self.store = store
+        self._on_background = on_background
         self._workspace = workspace
         self._compactor = compactor
         self._stacks = stacks
@@ -89,12 +94,21 @@ class ContextEngine:
         return turn, degraded
 
     async def prepare(
-        self, body: JSON, *, turn: Turn, api_key: str | None, force_compact: bool = False
+        self,
+        body: JSON,
+        *,
+        turn: Turn,
+        api_key: str | None,
+        force_compact: bool = False,
+        store_degraded: bool = False,
     ) -> Prepared:
+        """The outgoing request. With the store down, no tool output is persisted (its id would
+        404): budgets then only cut, never replace a result by a `<persisted-output>` block."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         client = draft_from_body(body)
-        draft, reports = run_stages(stack.before, client, turn)
+        before = stack.before_degraded if store_degraded else stack.before
+        draft, reports = run_stages(before, client, turn)
         applied = _applied(client, turn)
         line = lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
@@ -126,6 +140,7 @@ class ContextEngine:
             threshold=threshold,
             covers=covers,
             compaction=outcome,
+            store_degraded=store_degraded,
         )
 
     async def _compact(
@@ -144,11 +159,14 @@ class ContextEngine:
         return await self._compactor.run(self._job(stack, client, draft, turn, applied, api_key))
 
     async def _counted(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
-        """A finished background compaction counts in its session's state like a sync one."""
+        """A finished background compaction counts in its session's state like a sync one, and
+        is reported to `on_background` (events, metrics)."""
         if outcome.status == "done":
             await self.store.record_turn(
                 tenant, session, fields={}, counters={"compactions": 1}, decisions={}
             )
+        if self._on_background is not None:
+            await self._on_background(tenant, session, outcome)
 
     async def persist_outputs(self, prepared: Prepared) -> int:
         """Store the full texts that budgets replaced by `<persisted-output>` blocks.

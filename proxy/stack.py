@@ -24,6 +24,8 @@ class Stack:
     tenant: TenantSettings
     before: tuple[tuple[str, Stage], ...]
     after: tuple[tuple[str, Stage], ...]
+    before_degraded: tuple[tuple[str, Stage], ...] = ()
+    """`before` for a request served while the store is down: budgets persist nothing."""
 
     def render(self, draft: Draft, turn: Turn) -> tuple[JSON, StageReport]:
         """The outgoing body of a finished draft (cache layout)."""
@@ -47,6 +49,9 @@ class Stack:
         return body
 
 
+NEVER = 1 << 62  # a size no tool result reaches
+
+
 def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
     """The tenant's stages; the upstream decides whether a `prompt_cache_key` is sent."""
     if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
@@ -54,14 +59,18 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
     before: list[tuple[str, Stage]] = []
     if tenant.compact.enabled:
         before.append(("compact", partial(compact.run, settings=tenant.compact)))
+    degraded = list(before)
     if tenant.budgets.enabled:
         before.append(("budgets", partial(budgets.run, settings=tenant.budgets)))
+        no_persist = replace(tenant.budgets, persist_over_chars=NEVER, per_turn_max_chars=NEVER)
+        degraded.append(("budgets", partial(budgets.run, settings=no_persist)))
     if tenant.prune.enabled:
         before.append(("prune", partial(prune.run, settings=tenant.prune)))
+        degraded.append(before[-1])
     after: list[tuple[str, Stage]] = []
     if tenant.bootstrap.enabled:
         after.append(("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap)))
-    return Stack(tenant=tenant, before=tuple(before), after=tuple(after))
+    return Stack(tenant, tuple(before), tuple(after), before_degraded=tuple(degraded))
 
 
 def validate(

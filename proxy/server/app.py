@@ -8,7 +8,7 @@ session, the state store, the upstream adapters, the summarizers, the compactor,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from proxy.adapters.redis_state import RedisStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compactor import Compactor
-from proxy.engine import ContextEngine
+from proxy.engine import BackgroundHook, ContextEngine
 from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (
@@ -46,6 +46,8 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.stack import build_stack
 from proxy.stages.compact import CompactSettings
 
+CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
 
 @dataclass(frozen=True, slots=True)
 class Ports:
@@ -64,8 +66,9 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[OBSERVERS] = []
     app[METRICS] = Metrics()
     app[OBSERVERS].append(app[METRICS])
-    app[OBSERVERS].append(EventEmitter(lambda: app[ENGINE].store))
-    app.cleanup_ctx.append(_resources(ports or Ports()))
+    emitter = EventEmitter(lambda: app[ENGINE].store)
+    app[OBSERVERS].append(emitter)
+    app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
     app.on_shutdown.append(_drain)
     app.router.add_get("/healthz", admin.healthz)
     app.router.add_get("/readyz", admin.readyz)
@@ -79,7 +82,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     return app
 
 
-def _resources(ports: Ports):  # type: ignore[no-untyped-def]
+def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
         summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
@@ -100,6 +103,7 @@ def _resources(ports: Ports):  # type: ignore[no-untyped-def]
                 for name, t in settings.tenants.items()
             },
             upstreams=settings.upstreams,
+            on_background=on_background,
         )
         app[LIFECYCLE].phase = "serving"
         yield

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import orjson
 
+from proxy.compactor import CompactionOutcome
 from proxy.errors import StoreUnavailable
 from proxy.ports import StateStore
 from proxy.server.observe import Trace
@@ -111,17 +112,41 @@ class EventEmitter:
         self._store_of = store_of
         self._clock = clock
 
+    async def on_background(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
+        """Emit the event of a background compaction (the engine's `on_background` hook)."""
+        await self._emit(background_compaction_event(tenant, session, outcome, now=self._clock()))
+
+    async def _emit(self, event: dict[str, str]) -> None:
+        try:
+            await self._store_of().emit_event(event)
+        except StoreUnavailable:
+            log.debug("event dropped: store unavailable")
+        except Exception as exc:
+            log.warning("event dropped: %s", type(exc).__name__)
+
     async def on_request(self, trace: Trace) -> None:
         """Emit the request's events; a store failure is logged by type and swallowed."""
         now = self._clock()
         events = [compaction_event(trace, now=now), request_event(trace, now=now)]
-        store = self._store_of()
         for event in events:
-            if event is None:
-                continue
-            try:
-                await store.emit_event(event)
-            except StoreUnavailable:
-                log.debug("event dropped: store unavailable")
-            except Exception as exc:
-                log.warning("event dropped: %s", type(exc).__name__)
+            if event is not None:
+                await self._emit(event)
+
+
+def background_compaction_event(
+    tenant: str, session: str, outcome: CompactionOutcome, *, now: float
+) -> dict[str, str]:
+    """The `kind=compaction` entry of a compaction that ran in the background (async mode)."""
+    event = {
+        "kind": "compaction",
+        "ts": f"{now:.3f}",
+        "tenant": tenant,
+        "session": session,
+        "outcome": outcome.status,
+        "reason": outcome.reason,
+        "background": "1",
+        "messages_out": str(len(outcome.messages)),
+    }
+    if outcome.compaction is not None:
+        event["covers"] = str(outcome.compaction.covers)
+    return event

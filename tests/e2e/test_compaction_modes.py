@@ -38,6 +38,9 @@ async def test_async_mode_summary_is_made_in_the_background_and_picked_up_later(
     assert {agent.header("X-Ctx-Compacted", i) for i in range(6)} == {"0"}
     state = await proxy.app[ENGINE].store.load("default", SESSION)
     assert state.int_field("compactions") == 1, "a background compaction counts too"
+    events = await proxy.app[ENGINE].store.read_events("0-0", block_ms=0, count=1000)
+    background = [e for _, e in events if e.get("background") == "1"]
+    assert [(e["kind"], e["outcome"]) for e in background] == [("compaction", "done")]
     assert_all_valid(r.body for r in proxy.fake.received)
 
 
