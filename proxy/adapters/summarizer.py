@@ -16,8 +16,9 @@ import openai
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import JSON
 
-# The SDKs refuse to build a client without a key; with none configured the client's forwarded
-# key is used per call, and without that the call fails upstream (compaction then fails open).
+# Like the upstream session, summarizer clients ignore HTTP(S)_PROXY: they talk to the same
+# upstream. The SDKs refuse to build a client without a key; with none configured, the client's
+# forwarded key is used per call, and without that the call fails (compaction fails open).
 NO_KEY = "no-key-configured"
 
 
@@ -33,7 +34,11 @@ class OpenAISummarizer:
         timeout_s: float = 120.0,
     ) -> None:
         self._client = client or openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
         )
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
@@ -65,7 +70,11 @@ class AnthropicSummarizer:
         timeout_s: float = 120.0,
     ) -> None:
         self._client = client or anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False),
         )
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
