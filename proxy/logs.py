@@ -7,6 +7,10 @@ import json
 import logging
 import sys
 import time
+from contextvars import ContextVar
+
+LOG_REQUEST_ID: ContextVar[str] = ContextVar("ctxproxy_request_id", default="")
+"""The id of the request being served, set by the HTTP layer; each task has its own."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -17,7 +21,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        request_id = getattr(record, "request_id", None)
+        request_id = getattr(record, "request_id", None) or LOG_REQUEST_ID.get()
         if request_id:
             entry["request_id"] = request_id
         if record.exc_info and record.exc_info[0] is not None:

@@ -10,6 +10,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
+from proxy.logs import LOG_REQUEST_ID
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,7 @@ MAX_HEADER_BYTES = 64 * 1024
 @web.middleware
 async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[REQUEST_ID] = secrets.token_hex(8)
+    LOG_REQUEST_ID.set(request[REQUEST_ID])  # every log line of this request carries it
     if sum(len(k) + len(v) + 4 for k, v in request.raw_headers) > MAX_HEADER_BYTES:
         body = error_body("Request headers are too large.", "invalid_request_error")
         return _error(431, body)
