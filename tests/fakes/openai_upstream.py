@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible upstream: a real aiohttp server speaking JSON and SSE.
 
 It records what it received and answers from a script of `Reply` objects (then `default`).
-A request whose last message asks for a `<summary>` is a summarizer call: it is answered with
+A request whose last message is ctxproxy's summary instruction is a summarizer call: it is answered with
 `summary_text` (or with a `summary_status` error, to play a failing summarizer) and recorded in
 `summary_requests` as well.
 """
@@ -168,7 +168,12 @@ def _is_summary_call(body: dict[str, Any]) -> bool:
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
     content = last.get("content")
-    return last.get("role") == "user" and isinstance(content, str) and "<summary>" in content
+    return (
+        last.get("role") == "user"
+        and isinstance(content, str)
+        and content.startswith("Summarize the conversation ")
+        and "<summary>" in content
+    )
 
 
 def estimate_prompt_tokens(body: dict[str, Any]) -> int:
