@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible upstream: a real aiohttp server speaking JSON and SSE.
 
 It records what it received and answers from a script of `Reply` objects (then `default`).
-A request whose last message is ctxproxy's summary instruction is a summarizer call: it is answered with
+A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
+answered with
 `summary_text` (or with a `summary_status` error, to play a failing summarizer) and recorded in
 `summary_requests` as well.
 """
