@@ -2,9 +2,8 @@
 
 It records what it received and answers from a script of `Reply` objects (then `default`).
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
-answered with
-`summary_text` (or with a `summary_status` error, to play a failing summarizer) and recorded in
-`summary_requests` as well.
+answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
+and recorded in `summary_requests` as well.
 """
 
 from __future__ import annotations
