@@ -27,13 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from proxy.content import content_text, tool_names, with_text
+from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, is_error_output
 from proxy.types import Draft, Message, StageReport, Turn
 
-DEFAULT_ERROR_PATTERN = (
-    r"(?im)^(?:Traceback \(most recent call last\)|(?:\w*error|fatal|panic)(?:\[\w+\])?:"
-    r"|exit (?:code|status):? *[1-9])"
-    r'|"is_error"\s*:\s*true|<tool_use_error>'
-)
 PERSISTED_OPEN = "<persisted-output"
 PERSISTED_CLOSE = "</persisted-output>"
 _BLOCK_HEAD = re.compile(r'<persisted-output id="[0-9a-f]{32}" chars="\d+">\n')
@@ -104,8 +100,8 @@ def cut_lines(text: str, *, head: int, tail: int) -> str:
 
 
 def _cut_once(text: str, *, command: bool, settings: BudgetSettings) -> str:
-    keep = settings.error_head_tail_chars
-    if len(text) > 2 * keep + _MARKER_RESERVE and re.search(settings.error_pattern, text):
+    keep, pattern = settings.error_head_tail_chars, settings.error_pattern
+    if len(text) > 2 * keep + _MARKER_RESERVE and is_error_output(text, pattern=pattern):
         text = cut_lines(text, head=keep, tail=keep)
     room = max(settings.command_max_chars - _MARKER_RESERVE, 0)
     if command and len(text) > settings.command_max_chars:

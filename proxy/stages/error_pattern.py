@@ -1,0 +1,51 @@
+"""Recognising error output in a tool result, for the budgets stage's error rule. Pure.
+
+`DEFAULT_ERROR_PATTERN` is the documented default of `BudgetSettings.error_pattern`: a traceback,
+`<word>error:` / `fatal:` / `panic:` (optionally `[code]`) or a non-zero `exit code|status` at the
+start of a line, or a JSON `"is_error": true`, or a `<tool_use_error>` tag; case-insensitive.
+
+Searched as written, that pattern is slow: a case-insensitive alternation gives `re` no literal to
+skip to, so every character of a 50 KB result is tried (a third of the proxy's CPU on agentic
+requests). `is_error_output` answers the same question for the default with searches that each
+start on an uncased literal (`\n`, `"`, `<`) that `re` scans for quickly; any other pattern is
+searched as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+DEFAULT_ERROR_PATTERN = (
+    r"(?im)^(?:Traceback \(most recent call last\)|(?:\w*error|fatal|panic)(?:\[\w+\])?:"
+    r"|exit (?:code|status):? *[1-9])"
+    r'|"is_error"\s*:\s*true|<tool_use_error>'
+)
+# The line alternatives of the default. `\w*error` followed by `[` or `:` (not word characters)
+# means the line's whole first word ends in "error": taking the word possessively and looking back
+# five characters finds that without backtracking through the word.
+_LINE_START = (
+    r"(?:(?i:Traceback \(most recent call last\))"
+    r"|(?:\w*+(?<=(?i:error))|(?i:fatal|panic))(?:\[\w+\])?:"
+    r"|(?i:exit (?:code|status)):? *[1-9])"
+)
+_FIRST_LINE = re.compile(_LINE_START)
+_LATER_LINE = re.compile("\n" + _LINE_START)  # `(?m)^` matches after "\n" only
+_JSON_FLAG = re.compile(r'"(?i:is_error)"\s*:\s*(?i:true)')
+_TAG = re.compile(r"<(?i:tool_use_error)>")
+
+
+def matches_default(text: str) -> bool:
+    """`re.search(DEFAULT_ERROR_PATTERN, text) is not None`, quickly."""
+    return bool(
+        _FIRST_LINE.match(text)
+        or _LATER_LINE.search(text)
+        or _JSON_FLAG.search(text)
+        or _TAG.search(text)
+    )
+
+
+def is_error_output(text: str, *, pattern: str) -> bool:
+    """True when `pattern` occurs in `text` (`re.search`); the default one is searched quickly."""
+    if pattern == DEFAULT_ERROR_PATTERN:
+        return matches_default(text)
+    return re.search(pattern, text) is not None
