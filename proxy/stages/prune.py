@@ -109,11 +109,15 @@ def _replay(
     """Rule 1, in place on the copied list `out`: the counters so far and the decided indices."""
     counts = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
     decided: set[int] = set()
+    # Ids with a hashed key (`rsplit` gives the id back; a plain key with a `#` only adds an id
+    # that is hashed for nothing): the other results are not hashed, on every request.
+    hashed = {key.rsplit("#", 1)[0] for key in decisions if "#" in key}
     for index, text in texts.items():
         call_id = out[index]["tool_call_id"]
-        keys = (call_id, decision_key(call_id, text))
-        stored = next((s for k in keys if (s := decisions.get(k)) and describes(s, text)), None)
-        if stored is None:
+        stored = decisions.get(call_id)
+        if not (stored and describes(stored, text)):
+            stored = decisions.get(decision_key(call_id, text)) if call_id in hashed else None
+        if not (stored and describes(stored, text)):
             continue
         decided.add(index)
         if (new := with_text(out[index], stored)) != out[index]:

@@ -121,6 +121,14 @@ def test_prune_does_not_replay_a_decision_made_for_another_result_with_the_same_
     assert replayed == again[: len(messages)] and report.counters["replayed"] == 2
 
 
+def test_prune_replays_a_hashed_decision_of_an_id_that_itself_holds_a_hash_sign() -> None:
+    messages = [*history(1_000, 1, 1), *exchange("c#0", "z" * 900), *exchange("c9", "y")]
+    key = prune.decision_key("c#0", "z" * 900)
+    decisions = {"c#0": cut("q", 700), key: cut("z", 900)}
+    out, report = pruned(messages, decisions, recent_keep=9)
+    assert out[8]["content"] == cut("z", 900) and report.counters["replayed"] == 1
+
+
 def test_prune_takes_new_decisions_only_in_batches_of_min_savings() -> None:
     messages = history(1_000, 1, 1)
     saving = 1_000 - len("a" * 200 + MARK.format(1_000))
