@@ -11,6 +11,7 @@ import orjson
 from proxy.types import Message
 
 MarkerPath: TypeAlias = tuple[str | int, ...]
+_CONTAINERS = (dict, list)
 
 
 def content_text(content: Any) -> str:
@@ -54,9 +55,12 @@ def find_cache_markers(value: Any, path: MarkerPath = ()) -> list[MarkerPath]:
     if isinstance(value, dict):
         if value.get("cache_control") is not None:
             found.append(path)
-        for key, item in value.items():
-            found.extend(find_cache_markers(item, (*path, key)))
+        items: Any = value.items()
     elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(find_cache_markers(item, (*path, index)))
+        items = enumerate(value)
+    else:
+        return found
+    for key, item in items:
+        if isinstance(item, _CONTAINERS):  # no call, no path for the many string leaves
+            found += find_cache_markers(item, (*path, key))
     return found

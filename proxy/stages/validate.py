@@ -128,7 +128,9 @@ def _repair_markers(
     body: JSON, client: Sequence[Message], *, allow: bool, counts: Counter[str]
 ) -> JSON:
     paths = find_cache_markers(body)
-    theirs = Counter(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
+    theirs: Counter[bytes] = Counter()
+    if any(path[:1] == ("messages",) for path in paths):
+        theirs.update(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
     ours: list[MarkerPath] = []
     for path in paths:
         if path[:1] == ("messages",) and len(path) > 1:
