@@ -27,8 +27,9 @@ from tests.e2e.agent import problems, settled
 from tests.fakes.openai_upstream import estimate_prompt_tokens
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
+from tests.traces import TRACE_FILES
 
-TRACES = sorted((Path(__file__).resolve().parents[3] / "shared" / "traces").glob("*.json"))
+TRACES = TRACE_FILES
 CONFIGS = {"aggressive": "[tenants.default.compact]\nthreshold_tokens = 20000\n", "default": ""}
 MAX_REQUESTS = 40
 INSTRUCTION = summary_instruction(max_words=500)[:60]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from proxy.stages.compact import (
 )
 from proxy.types import Message, SessionState
 from tests.factories import assistant, call, draft, exchange, system, tool, turn, user
+from tests.traces import TRACE_DIR
 
 SETTINGS = CompactSettings()
 
@@ -237,7 +237,7 @@ def test_disabled_stage_applies_nothing() -> None:
     assert out.messages == tuple(history)
 
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACES = TRACE_DIR
 
 
 @pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces")

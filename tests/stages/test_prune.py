@@ -20,6 +20,7 @@ from proxy.stages.budgets import BudgetSettings, apply_budgets
 from proxy.stages.prune import PruneSettings, prune_tool_results
 from proxy.types import Message, SessionState
 from tests.factories import assistant, call, draft, exchange, tool, turn, user
+from tests.traces import TRACE_FILES
 
 DEFAULTS = PruneSettings()
 MARK = "...(truncated, original: {} chars)"
@@ -264,7 +265,7 @@ def test_prune_keeps_parallel_results_paired() -> None:
     assert set(report.decisions) == {"p0", "p1", "p2"}
 
 
-TRACES = sorted((Path(__file__).resolve().parents[3] / "shared" / "traces").glob("*.json"))
+TRACES = TRACE_FILES
 TIGHT = BudgetSettings(
     persist_over_chars=8_000,
     command_max_chars=3_000,
