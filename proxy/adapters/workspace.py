@@ -8,17 +8,21 @@ and only a regular file is read. A missing, unreadable or refused file is simply
 
 At most `max_file_bytes` are read per file and decoded as UTF-8 with replacement. A file is re-read
 only when its (mtime_ns, size, inode) changes; `reads` counts actual opens (for tests and metrics).
+A view is built (names resolved, files checked) at most once per `recheck_s` per tenant and session
+and reused in between: a changed file is seen within `recheck_s` (1 s by default).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import orjson
 
 from proxy.types import WorkspaceView
 
@@ -84,7 +88,9 @@ class FileWorkspace:
         workspaces: Mapping[str, Path],
         managed_dir: Path | None = None,
         max_file_bytes: int = 64 * 1024,
-        max_cached_files: int = 4096,
+        max_cached_files: int = 4096,  # also bounds the cached views
+        recheck_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_file_bytes < 1 or max_cached_files < 1:
             raise ValueError("max_file_bytes and max_cached_files must be at least 1")
@@ -92,29 +98,48 @@ class FileWorkspace:
         self._managed = managed_dir
         self._max_bytes = max_file_bytes
         self._max_cached = max_cached_files
+        self._recheck_s = recheck_s
+        self._clock = clock
         self._cache: dict[str, tuple[_Stamp, str]] = {}
+        self._views: dict[tuple[str | None, str | None], tuple[float, WorkspaceView]] = {}
         self.reads = 0
 
     def view(self, tenant: str, session: str) -> WorkspaceView:
-        """The files of the managed and tenant layers and of the session layer, as read now.
+        """The files of the managed and tenant layers and of the session layer, as read at most
+        `recheck_s` ago.
 
         An unknown tenant gets the managed layer only; an invalid session id no session layer.
         """
-        workspace = self._workspaces.get(tenant)
+        # Unknown tenants, and invalid session ids, share one entry: they get the same view.
+        key = (
+            tenant if tenant in self._workspaces else None,
+            session if _valid_session(session) else None,
+        )
+        now = self._clock()
+        cached = self._views.pop(key, None)
+        if cached is None or not 0 <= now - cached[0] < self._recheck_s:
+            cached = (now, self._build(*key))
+        if len(self._views) >= self._max_cached:
+            self._views.pop(next(iter(self._views)))
+        self._views[key] = cached
+        return cached[1]
+
+    def _build(self, tenant: str | None, session: str | None) -> WorkspaceView:
+        workspace = self._workspaces.get(tenant) if tenant is not None else None
         files: dict[str, tuple[str, ...]] = {}
         for root in (self._managed, workspace):
             if root is not None:
                 for key, text in self._read_layer(root).items():
                     files[key] = (*files.get(key, ()), text)
-        session_root = self._session_root(workspace, session)
+        session_root = self._session_root(workspace, session) if session is not None else None
         session_files = self._read_layer(session_root) if session_root else {}
         return WorkspaceView(
             files=files, session_files=session_files, version=_version(files, session_files)
         )
 
     def _session_root(self, workspace: Path | None, session: str) -> Path | None:
-        """The session layer's directory, if the id is valid and it exists inside the workspace."""
-        if workspace is None or session in (".", "..") or not SESSION_ID.fullmatch(session):
+        """The session layer's directory, if it exists inside the workspace."""
+        if workspace is None:
             return None
         root = resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
         return root if root is not None and root.is_dir() else None
@@ -172,7 +197,11 @@ class FileWorkspace:
         return _stamp(st), text
 
 
+def _valid_session(session: str) -> bool:
+    return session not in (".", "..") and SESSION_ID.fullmatch(session) is not None
+
+
 def _version(files: Mapping[str, tuple[str, ...]], session_files: Mapping[str, str]) -> str:
     """A short digest of every text: equal contents give equal versions, in any process."""
-    payload = json.dumps([sorted(files.items()), sorted(session_files.items())])
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    payload = orjson.dumps([sorted(files.items()), sorted(session_files.items())])
+    return hashlib.sha256(payload).hexdigest()[:16]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +43,19 @@ def dirs(tmp_path: Path) -> tuple[Path, Path, Path]:
     return managed, workspace, outside
 
 
-def source(dirs: tuple[Path, Path, Path], **kw: int) -> FileWorkspace:
+def source(dirs: tuple[Path, Path, Path], **kw: Any) -> FileWorkspace:
+    """A workspace that looks at the disk on every view (unless `recheck_s` is given)."""
     managed, workspace, _ = dirs
+    kw.setdefault("recheck_s", 0.0)
     return FileWorkspace(workspaces={"t": workspace}, managed_dir=managed, **kw)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_file_workspace_satisfies_the_port(dirs: tuple[Path, Path, Path]) -> None:
@@ -142,6 +153,38 @@ def test_a_file_replaced_by_rename_with_equal_stamp_is_reread(
     os.utime(fresh, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(fresh, user)
     assert ws.view("t", "s1").files == {"user": ("new!",)}
+
+
+def test_a_changed_file_is_seen_within_one_second(dirs: tuple[Path, Path, Path]) -> None:
+    _, workspace, _ = dirs
+    user = write(workspace, "user.md", "Maya")
+    clock = Clock()
+    ws = source(dirs, recheck_s=1.0, clock=clock)
+    assert ws.view("t", "s1").files == {"user": ("Maya",)}
+    user.write_text("Mayb", encoding="utf-8")
+    bump_mtime(user)
+    clock.now += 0.9
+    assert ws.view("t", "s1").files == {"user": ("Maya",)}  # not looked at again yet
+    assert ws.reads == 1
+    clock.now += 0.1
+    assert ws.view("t", "s1").files == {"user": ("Mayb",)}
+    assert ws.reads == 2
+
+
+def test_views_are_kept_per_session_and_the_cache_is_bounded(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    _, workspace, _ = dirs
+    write(workspace, "sessions/s1/user.md", "one")
+    clock = Clock()
+    ws = source(dirs, recheck_s=1.0, clock=clock, max_cached_files=1)
+    assert ws.view("t", "s1").session_files == {"user": "one"}
+    write(workspace, "sessions/s2/user.md", "two")
+    assert ws.view("t", "s2").session_files == {"user": "two"}  # its own view, built now
+    (workspace / "sessions" / "s1" / "user.md").unlink()
+    assert ws.view("t", "s1").session_files == {}  # s2's view pushed s1's out of the cache
+    clock.now += 1.0
+    assert ws.view("t", "s2").session_files == {"user": "two"}
 
 
 def test_created_and_deleted_files_are_noticed(dirs: tuple[Path, Path, Path]) -> None:

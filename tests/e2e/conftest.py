@@ -17,8 +17,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from proxy.adapters.workspace import FileWorkspace
 from proxy.config import load_settings
-from proxy.server.app import create_app
+from proxy.server.app import Ports, create_app
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.server.conftest import make_proxy as make_proxy
 from tests.server.harness import write_config
@@ -52,7 +53,13 @@ MakeAnthropicProxy = Callable[..., Awaitable[AnthropicProxy]]
 
 @pytest.fixture
 async def make_anthropic_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeAnthropicProxy:
-    async def make(*, tenant_extra: str = "", **values: Any) -> AnthropicProxy:
+    async def make(
+        *,
+        tenant_extra: str = "",
+        workspace_clock: Callable[[], float] | None = None,
+        **values: Any,
+    ) -> AnthropicProxy:
+        """`workspace_clock`: the clock of the workspace's once-a-second file checks."""
         fake = FakeAnthropic(api_key=UPSTREAM_KEY)
         upstream = await aiohttp_server(fake.app())
         config = write_config(
@@ -65,7 +72,11 @@ async def make_anthropic_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeAnthr
             **values,
         )
         settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": UPSTREAM_KEY})
-        app = create_app(settings)
+        ports = None
+        if workspace_clock is not None:
+            workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+            ports = Ports(workspace=FileWorkspace(workspaces=workspaces, clock=workspace_clock))
+        app = create_app(settings, ports)
         server = await aiohttp_server(app)
         return AnthropicProxy(fake=fake, server=server, app=app, workspace=tmp_path / "ws")
 

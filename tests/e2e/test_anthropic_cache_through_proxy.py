@@ -39,7 +39,10 @@ TURNS: list[dict[str, Any]] = [
 async def test_static_prefix_stays_byte_identical_while_dynamic_files_change(
     make_anthropic_proxy: MakeAnthropicProxy,
 ) -> None:
-    proxy = await make_anthropic_proxy(tenant_extra=LOW_MINIMUM)
+    seconds = iter(range(1_000_000))  # a turn a second: every change is seen on the next turn
+    proxy = await make_anthropic_proxy(
+        tenant_extra=LOW_MINIMUM, workspace_clock=lambda: float(next(seconds))
+    )
     agent = Agent(proxy.client(), proxy.app, model=MODEL, system=CLIENT_SYSTEM)
     for number in range(100):
         replace_file(proxy.workspace / "user.md", f"The user likes version {number}.")
