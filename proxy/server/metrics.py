@@ -9,10 +9,13 @@ or content. `GET /metrics` renders the registry in the Prometheus text format.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
 from proxy.engine import count
 from proxy.errors import CtxProxyError
@@ -23,6 +26,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 SUMMARIZER_REASONS = frozenset(
     {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
 )
+_M = TypeVar("_M", bound=MetricWrapperBase)
 
 
 class Metrics:
@@ -30,6 +34,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         count, hist, t = self._counter, self._histogram, "tenant"
         self.requests = count("http_requests", "HTTP requests.", t, "route", "status")
         self.upstream_s = hist("upstream_seconds", "Upstream send to end of relay.", t, "stream")
@@ -73,16 +78,24 @@ class Metrics:
             "ctxproxy_" + name, doc, labels, buckets=LATENCY_BUCKETS, registry=self.registry
         )
 
+    def labelled(self, metric: _M, *labels: str) -> _M:
+        """`metric.labels(*labels)`, looked up once: label sets are bounded (module doc)."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     async def on_request(self, trace: Trace) -> None:
         """Update every metric from one request's trace."""
         tenant = trace.tenant
-        self.upstream_s.labels(tenant, str(trace.stream).lower()).observe(trace.upstream_s)
-        self.added_s.labels(tenant).observe(trace.prepare_s)
+        self.labelled(self.upstream_s, tenant, str(trace.stream).lower()).observe(trace.upstream_s)
+        self.labelled(self.added_s, tenant).observe(trace.prepare_s)
         relayed = trace.relayed
         if trace.stream and relayed.first_byte_s is not None:
-            self.first_byte_s.labels(tenant).observe(relayed.first_byte_s)
+            self.labelled(self.first_byte_s, tenant).observe(relayed.first_byte_s)
         if trace.stream and relayed.error:
-            self.stream_errors.labels(tenant).inc()
+            self.labelled(self.stream_errors, tenant).inc()
         if relayed.usage is not None:
             usage = relayed.usage
             for kind, value in (
@@ -90,41 +103,41 @@ class Metrics:
                 ("cache_creation", usage.cache_creation_tokens),
                 ("completion", usage.completion_tokens),
             ):  # fmt: skip
-                self.tokens.labels(tenant, kind).inc(value)
+                self.labelled(self.tokens, tenant, kind).inc(value)
         self._stages(trace)
         self._compaction(trace)
         if trace.retried_overflow:
-            self.overflow_retries.labels(tenant).inc()
+            self.labelled(self.overflow_retries, tenant).inc()
         if trace.store_degraded:
-            self.degraded_requests.labels(tenant).inc()
+            self.labelled(self.degraded_requests, tenant).inc()
         self.store_degraded.set(int(trace.store_degraded))
 
     def _stages(self, trace: Trace) -> None:
         tenant, reports = trace.tenant, trace.prepared.reports
-        self.chars.labels(tenant, "prune").inc(count(reports, "chars_pruned"))
+        self.labelled(self.chars, tenant, "prune").inc(count(reports, "chars_pruned"))
         budgets = [r for r in reports if r.stage == "budgets"]
         saved = sum(r.counters.get("chars_saved", 0) for r in budgets)
-        self.chars.labels(tenant, "budgets").inc(saved)
+        self.labelled(self.chars, tenant, "budgets").inc(saved)
         persisted = sum(len(text) for r in reports for text in r.outputs.values())
-        self.persisted_chars.labels(tenant).inc(persisted)
+        self.labelled(self.persisted_chars, tenant).inc(persisted)
         for action in ("pruned", "replayed", "persisted", "truncated"):
-            self.tool_results.labels(tenant, action).inc(count(reports, action))
+            self.labelled(self.tool_results, tenant, action).inc(count(reports, action))
         validate = [r for r in reports if r.stage == "validate"]
-        self.repairs.labels(tenant).inc(sum(r.counters.get("repairs", 0) for r in validate))
+        self.labelled(self.repairs, tenant).inc(sum(r.counters.get("repairs", 0) for r in validate))
         violations = sum(r.counters.get("client_violations", 0) for r in validate)
-        self.client_violations.labels(tenant).inc(violations)
+        self.labelled(self.client_violations, tenant).inc(violations)
         for report in reports:
             if report.skipped:
-                self.skipped.labels(report.stage).inc()
+                self.labelled(self.skipped, report.stage).inc()
 
     def _compaction(self, trace: Trace) -> None:
         outcome = trace.prepared.compaction
         if outcome is None:
             return
-        self.compactions.labels(trace.tenant, outcome.status, outcome.reason).inc()
-        self.compaction_s.labels(trace.tenant, outcome.status).observe(trace.prepare_s)
+        self.labelled(self.compactions, trace.tenant, outcome.status, outcome.reason).inc()
+        self.labelled(self.compaction_s, trace.tenant, outcome.status).observe(trace.prepare_s)
         if outcome.status == "failed" and outcome.reason in SUMMARIZER_REASONS:
-            self.summarizer_failures.labels(trace.tenant, outcome.reason).inc()
+            self.labelled(self.summarizer_failures, trace.tenant, outcome.reason).inc()
 
 
 METRICS = web.AppKey("metrics", Metrics)
@@ -147,7 +160,8 @@ async def count_requests(request: web.Request, handler: Handler) -> web.StreamRe
     finally:
         route = request.match_info.route.resource
         pattern = route.canonical if route is not None else "unmatched"
-        request.app[METRICS].requests.labels(_tenant_of(request), pattern, str(status)).inc()
+        metrics = request.app[METRICS]
+        metrics.labelled(metrics.requests, _tenant_of(request), pattern, str(status)).inc()
 
 
 def _tenant_of(request: web.Request) -> str:
