@@ -29,7 +29,9 @@ _LINE_START = (
     r"|(?i:exit (?:code|status)):? *[1-9])"
 )
 _FIRST_LINE = re.compile(_LINE_START)
-_LATER_LINE = re.compile("\n" + _LINE_START)  # `(?m)^` matches after "\n" only
+# `(?m)^` matches after "\n" only. Every alternative starts with a word character: most lines of
+# real output (indented, numbered, blank) are dropped by that one cheap look-ahead.
+_LATER_LINE = re.compile("\n(?=\\w)" + _LINE_START)
 _JSON_FLAG = re.compile(r'"(?i:is_error)"\s*:\s*(?i:true)')
 _TAG = re.compile(r"<(?i:tool_use_error)>")
 
