@@ -12,11 +12,13 @@ from proxy.errors import BadRequest
 from proxy.types import JSON
 
 log = logging.getLogger(__name__)
+_CONTAINERS = (dict, list)
 
 # Keys some gateways honour to pick the upstream; the client never picks ours (DESIGN §5).
 ROUTING_KEYS = ("base_url", "api_base", "api_key")
 # orjson parses up to 1,024 levels of nesting but serialises only 254: a body the proxy could
 # read but never send on is refused up front, with room for the few levels the stages add.
+ORJSON_MAX_DEPTH = 254
 NESTING_MARGIN = 8
 
 
@@ -41,13 +43,27 @@ async def read_chat_body(request: web.Request) -> JSON:
 
 def check_nesting(body: JSON) -> None:
     """`BadRequest` when the body is nested too deeply to be serialised again upstream."""
-    wrapped: Any = body
-    for _ in range(NESTING_MARGIN):
-        wrapped = [wrapped]
-    try:
-        orjson.dumps(wrapped)
-    except orjson.JSONEncodeError as exc:
-        raise BadRequest("Request body is nested too deeply.") from exc
+    if _deeper_than(body, ORJSON_MAX_DEPTH - NESTING_MARGIN):
+        raise BadRequest("Request body is nested too deeply.")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when more than `limit` arrays/objects nest (an empty one counts, like for orjson).
+
+    One pass over the containers, level by level; the strings are never looked at (serialising
+    to find out cost as much as encoding every string of the body)."""
+    level, depth = [value], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, _CONTAINERS)
+        ]
+    return False
 
 
 def check_chat_body(body: JSON) -> None:
