@@ -52,6 +52,7 @@ class MemoryStore:
         self._events: deque[tuple[str, dict[str, str]]] = deque(maxlen=events_max)
         self._event_seq = itertools.count(1)
         self._new_event = asyncio.Condition()
+        self._readers_waiting = 0
 
     async def ping(self) -> bool:
         return True
@@ -156,8 +157,9 @@ class MemoryStore:
     async def emit_event(self, event: Mapping[str, str]) -> None:
         event_id = f"{int(self._clock() * 1000)}-{next(self._event_seq)}"
         self._events.append((event_id, dict(event)))
-        async with self._new_event:
-            self._new_event.notify_all()
+        if self._readers_waiting:  # the lock costs more than the rest, and nobody listens mostly
+            async with self._new_event:
+                self._new_event.notify_all()
 
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
@@ -166,11 +168,14 @@ class MemoryStore:
             last_id = self._events[-1][0] if self._events else "0-0"
         found = self._after(last_id, count)
         if not found and block_ms > 0:
-            async with self._new_event:
-                try:
+            self._readers_waiting += 1
+            try:
+                async with self._new_event:
                     await asyncio.wait_for(self._new_event.wait(), block_ms / 1000)
-                except TimeoutError:
-                    return []
+            except TimeoutError:
+                return []
+            finally:
+                self._readers_waiting -= 1
             found = self._after(last_id, count)
         return found
 
