@@ -8,12 +8,13 @@ chunks. A partial event is never returned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SSEvent:
-    """One dispatched event: its fields and the raw bytes it occupied on the wire."""
+class SSEvent(NamedTuple):
+    """One dispatched event: its fields and the raw bytes it occupied on the wire.
+
+    A named tuple rather than a frozen dataclass: one is built per event of every stream."""
 
     raw: bytes
     data: str = ""
@@ -34,7 +35,7 @@ class SSEDecoder:
         self._pos = 0
         self._scan = 0  # bytes before this hold no line end: a long line is scanned once
         self._event_start = 0
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._event = ""
         self._id: str | None = None
         self._saw_field = False
@@ -58,6 +59,8 @@ class SSEDecoder:
         return b"" if rest.strip(b"\r\n") else rest
 
     def feed(self, chunk: bytes) -> list[SSEvent]:
+        if not self._buf and not self._cr and chunk.endswith(b"\n") and b"\r" not in chunk:
+            return self._feed_lines(chunk)
         self._buf += chunk
         events: list[SSEvent] = []
         buf = self._buf
@@ -79,6 +82,24 @@ class SSEDecoder:
             self._pos = self._event_start = 0
         return events
 
+    def _feed_lines(self, chunk: bytes) -> list[SSEvent]:
+        """`feed` when nothing is held back and `chunk` is whole `\n`-ended lines (the usual
+        case: an upstream writes whole events), without copying through the buffer."""
+        events: list[SSEvent] = []
+        start = end = 0
+        for line in chunk.split(b"\n")[:-1]:
+            end += len(line) + 1
+            if line:
+                self._take_line(line)
+                continue
+            if self._saw_field or self._data:
+                events.append(self._event_of(chunk[start:end]))
+            start = end
+        if start < end:  # an event still open: hold its lines back, as `feed` would
+            self._buf += chunk[start:]
+            self._pos = len(self._buf)
+        return events
+
     def _next_line(self, buf: bytearray) -> tuple[int, int]:
         """(end of line content, start of next line), or (-1, -1) when no full line yet."""
         pos = self._pos
@@ -92,7 +113,7 @@ class SSEDecoder:
             self._cr = False
         start = max(pos, self._scan)
         lf = buf.find(b"\n", start)
-        cr = buf.find(b"\r", start)
+        cr = buf.find(b"\r", start, lf if lf >= 0 else len(buf))  # a "\r" after lf can wait
         if cr >= 0 and (lf < 0 or cr < lf):
             if cr + 1 < len(buf):
                 return cr, cr + 2 if buf[cr + 1] == 0x0A else cr + 1
@@ -104,26 +125,32 @@ class SSEDecoder:
         return -1, -1
 
     def _take_line(self, line: bytes) -> None:
+        self._saw_field = True
         if line.startswith(b":"):
-            self._saw_field = True
             return
         name, _, value = line.partition(b":")
         if value.startswith(b" "):
             value = value[1:]
-        text = value.decode("utf-8", errors="replace")
-        self._saw_field = True
         if name == b"data":
-            self._data.append(text)
-        elif name == b"event":
+            self._data.append(value)  # decoded once per event: "\n" never splits a character
+            return
+        text = value.decode("utf-8", errors="replace")
+        if name == b"event":
             self._event = text
         elif name == b"id" and "\x00" not in text:
             self._id = text
 
     def _dispatch(self, raw: bytes) -> SSEvent:
+        event = self._event_of(raw)
+        self._event_start = self._pos
+        return event
+
+    def _event_of(self, raw: bytes) -> SSEvent:
+        """The event of the fields taken so far, which are then cleared."""
         comment_only = not self._data and not self._event and self._id is None
         event = SSEvent(
             raw=raw,
-            data="\n".join(self._data),
+            data=b"\n".join(self._data).decode("utf-8", errors="replace"),
             event=self._event,
             id=self._id,
             is_comment_only=comment_only,
@@ -132,7 +159,6 @@ class SSEDecoder:
         self._event = ""
         self._id = None
         self._saw_field = False
-        self._event_start = self._pos
         return event
 
 
