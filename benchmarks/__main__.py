@@ -1,6 +1,7 @@
-"""`python -m benchmarks [--quick] [--only overhead,scaling,...] [--no-litellm]`.
+"""`python -m benchmarks [--quick] [--only overhead,scaling,...] [--no-litellm] [--keep]`.
 
-Runs the sections in order, writes benchmarks/results/latest.{md,json,png}.
+Runs the sections in order, writes benchmarks/results/latest.{md,json,png}. With `--keep`, the
+sections not run are carried over from the existing latest.json (and marked so in the report).
 """
 
 from __future__ import annotations
@@ -42,11 +43,20 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--no-litellm", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "latest")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the sections not run from the existing <out>.json")
     args = parser.parse_args()
     started = time.monotonic()
-    results: dict[str, Any] = {
-        "machine": machine(), "mode": "quick" if args.quick else "full",
-        "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    results: dict[str, Any] = {"machine": machine(), "mode": "quick" if args.quick else "full",
+                               "started": now}
+    previous = args.out.with_suffix(".json")
+    if args.keep and previous.exists():
+        kept = json.loads(previous.read_text())
+        when = {**{name: kept.get("started", "?") for name in SECTIONS}, **kept.get("kept", {})}
+        results["kept"] = {name: when[name] for name in SECTIONS
+                           if name in kept and name not in args.only.split(",")}
+        results.update({name: kept[name] for name in results["kept"]})
     for name in args.only.split(","):
         print(f"== {name}", flush=True)
         with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:

@@ -19,6 +19,10 @@ def markdown(results: dict[str, Any]) -> str:
     parts = [f"# ctxproxy benchmark results\n\nMachine: {results['machine']}  \n"
              f"Run: {results['started']}, mode `{results['mode']}`, "
              f"{results['seconds']:.0f} s in all.\n"]
+    kept = results.get("kept", {})
+    if kept:
+        parts.append("Carried over from an earlier run (not re-run): " + ", ".join(
+            f"{name} ({started})" for name, started in kept.items()) + ".\n")
     sections = [("Targets", headline), ("1. Proxy overhead", overhead_table),
                 ("2. Pipeline cost at scale", scaling_table),
                 ("3. Tokens saved on real sessions", savings_table),
