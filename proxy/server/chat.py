@@ -13,7 +13,7 @@ from proxy.ports import Upstream, UpstreamReply
 from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE, OBSERVERS, SETTINGS, UPSTREAMS
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.observe import Observer, Trace, notify
-from proxy.server.relay import relay_body, relay_stream
+from proxy.server.relay import Relayed, relay_body, relay_stream
 from proxy.types import JSON
 
 OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
@@ -47,19 +47,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
         reply = await _send(engine, upstream, prepared, request, api_key)
     headers = ctx_headers(prepared, session, degraded=degraded)
-    try:
-        if reply.stream is not None:
-            response, relayed = await relay_stream(
-                request,
-                reply,
-                headers=headers,
-                drop_usage_chunk=_added_usage(body),
-                started=started,
-            )
-        else:
-            response, relayed = await relay_body(request, reply, headers=headers)
-    finally:
-        await reply.release()
+    response, relayed = await _relay(request, reply, headers, drop=_added_usage(body), t0=started)
     trace = Trace(
         tenant=caller.tenant,
         session=session,
@@ -76,6 +64,20 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     )
     request.app[LIFECYCLE].spawn(_after(engine, request.app[OBSERVERS], trace))
     return response
+
+
+async def _relay(
+    request: web.Request, reply: UpstreamReply, headers: dict[str, str], *, drop: bool, t0: float
+) -> tuple[web.StreamResponse, Relayed]:
+    """Relay the answer (stream or body), then release the upstream whatever happened."""
+    try:
+        if reply.stream is not None:
+            return await relay_stream(
+                request, reply, headers=headers, drop_usage_chunk=drop, started=t0
+            )
+        return await relay_body(request, reply, headers=headers)
+    finally:
+        await reply.release()
 
 
 async def _send(
