@@ -111,6 +111,8 @@ class UpstreamReply:
     body: bytes | None
     stream: AsyncIterator[bytes] | None
     release: Callable[[], Awaitable[None]]
+    sent_bytes: int = 0
+    """Size of the request body as sent upstream (after any translation)."""
 
 
 class Upstream(Protocol):

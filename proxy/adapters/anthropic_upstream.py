@@ -17,6 +17,7 @@ connect bound, the first-byte bound (streams) or the whole-call bound (non-strea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -78,23 +79,30 @@ class AnthropicUpstream:
         )
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
         sent_headers = request_headers(headers, api_key=key, version=self._version)
+        data = orjson.dumps(request)
+        reply = await self._exchange(data, sent_headers, body, stream=bool(request.get("stream")))
+        return dataclasses.replace(reply, sent_bytes=len(data))
+
+    async def _exchange(
+        self, data: bytes, headers: dict[str, str], body: JSON, *, stream: bool
+    ) -> UpstreamReply:
         model = str(body.get("model", ""))
-        if not request.get("stream"):
+        if not stream:
             async with _failures_mapped(self._timeout_s):
-                response = await self._post(request, sent_headers)
+                response = await self._post(data, headers)
                 payload = await _read_all(response)
             return self._body_reply(response, payload, model=model)
         async with _failures_mapped(self._first_byte_timeout_s):
-            response = await self._post(request, sent_headers)
+            response = await self._post(data, headers)
             if response.status != 200:
                 payload = await _read_all(response)
                 return self._body_reply(response, payload, model=model)
         return self._stream_reply(response, body)
 
-    async def _post(self, request: JSON, headers: dict[str, str]) -> aiohttp.ClientResponse:
+    async def _post(self, data: bytes, headers: dict[str, str]) -> aiohttp.ClientResponse:
         return await self._session.post(
             self._url,
-            data=orjson.dumps(request),
+            data=data,
             headers=headers,
             allow_redirects=False,
             timeout=aiohttp.ClientTimeout(sock_connect=self._connect_timeout_s),

@@ -35,13 +35,9 @@ class OpenAIUpstream:
         key = api_key or self._api_key
         if key:
             out["Authorization"] = f"Bearer {key}"
+        data = orjson.dumps(body)
         response = await open_response(
-            self._session,
-            "POST",
-            self._url,
-            headers=out,
-            data=orjson.dumps(body),
-            timeouts=self._timeouts,
+            self._session, "POST", self._url, headers=out, data=data, timeouts=self._timeouts
         )
         relayed = client_response_headers(response.headers, decoded_body=True)
 
@@ -58,9 +54,9 @@ class OpenAIUpstream:
         )
         if streaming:
             stream = iter_body(response, idle_s=self._timeouts.idle_s)
-            return UpstreamReply(response.status, relayed, None, stream, release)
+            return UpstreamReply(response.status, relayed, None, stream, release, len(data))
         try:
-            data = await read_body(response, timeouts=self._timeouts)
+            answer = await read_body(response, timeouts=self._timeouts)
         finally:
             await release()
-        return UpstreamReply(response.status, relayed, data, None, release)
+        return UpstreamReply(response.status, relayed, answer, None, release, len(data))

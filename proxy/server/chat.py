@@ -61,6 +61,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         upstream_s=time.monotonic() - started - prepare_s,
         store_degraded=degraded,
         retried_overflow=overflow,
+        bytes_out=reply.sent_bytes,
     )
     request.app[LIFECYCLE].spawn(_after(engine, request.app[OBSERVERS], trace))
     return response

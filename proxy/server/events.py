@@ -37,7 +37,7 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         "outcome": _outcome(trace),
         "messages_in": str(trace.messages_in),
         "messages_out": str(len(messages_out)),
-        "chars_out": str(len(orjson.dumps(messages_out))),
+        "bytes_out": str(trace.bytes_out),
         "threshold_tokens": str(prepared.threshold),
         "stages": stage_summary(trace),
         "compaction": prepared.compaction.status if prepared.compaction else "",

@@ -26,6 +26,8 @@ class Trace:
     """From sending upstream to the end of the relay."""
     store_degraded: bool
     retried_overflow: bool = False
+    bytes_out: int = 0
+    """Size of the body sent upstream."""
 
 
 class Observer(Protocol):

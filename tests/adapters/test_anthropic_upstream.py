@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -86,6 +87,7 @@ async def test_non_streamed_answer_is_a_chat_completion(harness: Harness) -> Non
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
         "max_tokens": 4096,
     }
+    assert reply.sent_bytes == len(orjson.dumps(received.body))  # the translated body's size
 
 
 async def test_client_anthropic_headers_pass_through_and_credentials_do_not(

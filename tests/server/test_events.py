@@ -53,6 +53,8 @@ async def test_one_request_event_with_tokens_stages_and_latency(
     assert stages["bootstrap"]["sections"] >= 3
     assert float(event["latency_ms"]) >= float(event["prepare_ms"]) >= 0
     assert event["compaction"] == ""
+    [sent] = proxy.fake.chat
+    assert int(event["bytes_out"]) == len(orjson.dumps(sent.body))  # what went upstream
 
 
 async def test_a_compaction_emits_its_own_event(
