@@ -8,6 +8,7 @@ is `UpstreamTimeout`. After the first byte nothing is retried. Redirects are nev
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass
 
@@ -46,9 +47,7 @@ async def open_response(
     decompress: bool = True,
 ) -> aiohttp.ClientResponse:
     """Send a request and return once the response headers have arrived."""
-    timeout = aiohttp.ClientTimeout(
-        total=None, connect=timeouts.connect_s, sock_connect=timeouts.connect_s
-    )
+    timeout = _connect_timeout(timeouts.connect_s)
     for attempt in (1, 2):
         try:
             async with asyncio.timeout(timeouts.first_byte_s):
@@ -77,15 +76,50 @@ async def iter_body(response: aiohttp.ClientResponse, *, idle_s: float) -> Async
     A connection cut before the body ended raises `aiohttp.ClientPayloadError` (or a
     connection error), which the relay turns into an in-band error event.
     """
-    while True:
-        try:
-            async with asyncio.timeout(idle_s):
-                chunk = await response.content.readany()
-        except TimeoutError as exc:
-            raise UpstreamIdle(f"upstream silent for over {idle_s:g}s") from exc
-        if not chunk:
+    reader = response.content
+    watch = _IdleWatch(reader, idle_s)
+    try:
+        while True:
+            watch.waiting_since = watch.now()
+            chunk = await reader.readany()
+            watch.waiting_since = None
+            if not chunk:
+                return
+            yield chunk
+    finally:
+        watch.close()
+
+
+class _IdleWatch:
+    """Fails `reader` with `UpstreamIdle` once one wait for data has lasted `idle_s`.
+
+    One timer per body, re-armed only when it fires: a chunk costs two clock reads, not a timer.
+    Time the consumer spends between reads (a slow client) is not upstream silence."""
+
+    def __init__(self, reader: aiohttp.StreamReader, idle_s: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._reader = reader
+        self._idle_s = idle_s
+        self.now = self._loop.time
+        self.waiting_since: float | None = None
+        self._handle = self._loop.call_later(idle_s, self._check)
+
+    def _check(self) -> None:
+        since, now = self.waiting_since, self._loop.time()
+        if since is not None and now - since >= self._idle_s:
+            self._reader.set_exception(UpstreamIdle(f"upstream silent for over {self._idle_s:g}s"))
             return
-        yield chunk
+        self._handle = self._loop.call_at(
+            (now if since is None else since) + self._idle_s, self._check
+        )
+
+    def close(self) -> None:
+        self._handle.cancel()
+
+
+@functools.lru_cache(maxsize=16)
+def _connect_timeout(connect_s: float) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=None, connect=connect_s, sock_connect=connect_s)
 
 
 async def read_body(response: aiohttp.ClientResponse, *, timeouts: Timeouts) -> bytes:

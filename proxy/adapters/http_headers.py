@@ -26,17 +26,34 @@ HOP_BY_HOP = frozenset(
 CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key", "cookie"})
 REBUILT = frozenset({"host", "content-length", "content-encoding", "accept-encoding"})
 
+# Names dropped whatever the request, per direction and body handling (lower case).
+_TO_UPSTREAM_REBUILT = HOP_BY_HOP | CREDENTIALS | REBUILT
+_TO_UPSTREAM_AS_IS = HOP_BY_HOP | CREDENTIALS | {"host"}
+_TO_CLIENT = HOP_BY_HOP | {"content-length", "date", "server"}
+_TO_CLIENT_DECODED = _TO_CLIENT | {"content-encoding"}
+_NEVER_PREFIXES = ("proxy-",)
+_NEVER_UPSTREAM_PREFIXES = ("proxy-", "x-ctx-")
 
-def _connection_listed(headers: Mapping[str, str]) -> set[str]:
+
+def _connection_listed(headers: Mapping[str, str]) -> frozenset[str]:
     """Names listed in every `Connection` header (a request may carry several)."""
     getall = getattr(headers, "getall", None)
     values = getall("connection", []) if getall is not None else [headers.get("connection", "")]
-    return {name.strip().lower() for value in values for name in (value or "").split(",")} - {""}
+    names = {name.strip().lower() for value in values for name in (value or "").split(",")}
+    return frozenset(names - {""})
 
 
-def _crosses(name: str, dropped: set[str]) -> bool:
-    lower = name.lower()
-    return not (lower in HOP_BY_HOP or lower.startswith("proxy-") or lower in dropped)
+def _filtered(
+    headers: Mapping[str, str], dropped: frozenset[str], prefixes: tuple[str, ...]
+) -> CIMultiDict[str]:
+    if "connection" in headers or "Connection" in headers:
+        dropped = dropped | _connection_listed(headers)
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in _items(headers):
+        lower = name.lower()
+        if lower not in dropped and not lower.startswith(prefixes):
+            out.add(name, value)
+    return out
 
 
 def upstream_request_headers(client: Mapping[str, str], *, rebuilt_body: bool) -> CIMultiDict[str]:
@@ -44,26 +61,15 @@ def upstream_request_headers(client: Mapping[str, str], *, rebuilt_body: bool) -
 
     With `rebuilt_body` the body is re-serialised, so its length and encoding headers go too.
     """
-    dropped = _connection_listed(client) | CREDENTIALS
-    if rebuilt_body:
-        dropped |= REBUILT
-    else:
-        dropped.add("host")
-    return CIMultiDict(
-        (k, v)
-        for k, v in _items(client)
-        if _crosses(k, dropped) and not k.lower().startswith("x-ctx-")
-    )
+    dropped = _TO_UPSTREAM_REBUILT if rebuilt_body else _TO_UPSTREAM_AS_IS
+    return _filtered(client, dropped, _NEVER_UPSTREAM_PREFIXES)
 
 
 def client_response_headers(upstream: Mapping[str, str], *, decoded_body: bool) -> CIMultiDict[str]:
     """The upstream's response headers to relay; framing headers are aiohttp's to set."""
-    dropped = _connection_listed(upstream) | {"content-length", "date", "server"}
-    if decoded_body:
-        dropped.add("content-encoding")
-    return CIMultiDict((k, v) for k, v in _items(upstream) if _crosses(k, dropped))
+    return _filtered(upstream, _TO_CLIENT_DECODED if decoded_body else _TO_CLIENT, _NEVER_PREFIXES)
 
 
 def _items(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:
     items = getattr(headers, "items", None)
-    return list(items()) if items is not None else []
+    return items() if items is not None else ()
