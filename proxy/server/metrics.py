@@ -9,6 +9,7 @@ or content. `GET /metrics` renders the registry in the Prometheus text format.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -17,15 +18,26 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from proxy.engine import count
+from proxy.compactor import CompactionOutcome
 from proxy.errors import CtxProxyError
 from proxy.server.appkeys import ENGINE, KEYRING
 from proxy.server.observe import Trace
+from proxy.types import StageReport
+from proxy.usage import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 SUMMARIZER_REASONS = frozenset(
     {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
 )
+TOKEN_KINDS = ("prompt", "cached", "cache_creation", "completion")
+CUT_ACTIONS = ("pruned", "replayed", "persisted", "truncated")
+SUMMED = frozenset({"chars_pruned", *CUT_ACTIONS})
+"""Counters summed over every stage's report (as `engine.count` does)."""
+OWN_COUNTERS: Mapping[str, frozenset[str]] = {
+    "budgets": SUMMED | {"chars_saved"},
+    "validate": SUMMED | {"repairs", "client_violations"},
+}
+"""Counters read from one stage's report only, by stage."""
 _M = TypeVar("_M", bound=MetricWrapperBase)
 
 
@@ -69,6 +81,8 @@ class Metrics:
             "ctxproxy_store_degraded", "1 while the state store is unreachable.",
             registry=self.registry,
         )  # fmt: skip
+        self._store_degraded = False  # the gauge's value
+        self._tenants: dict[str, _TenantSeries] = {}
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:
         return Counter("ctxproxy_" + name, doc, labels, registry=self.registry)
@@ -86,58 +100,100 @@ class Metrics:
             child = self._children[key] = metric.labels(*labels)
         return child
 
+    def set_store_degraded(self, degraded: bool) -> None:
+        """The store health gauge, written only when it changes (a write takes a lock)."""
+        if degraded is not self._store_degraded:
+            self._store_degraded = degraded
+            self.store_degraded.set(int(degraded))
+
     async def on_request(self, trace: Trace) -> None:
-        """Update every metric from one request's trace."""
-        tenant = trace.tenant
-        self.labelled(self.upstream_s, tenant, str(trace.stream).lower()).observe(trace.upstream_s)
-        self.labelled(self.added_s, tenant).observe(trace.prepare_s)
-        relayed = trace.relayed
-        if trace.stream and relayed.first_byte_s is not None:
+        """Update every metric from one request's trace; zero amounts are not added, but every
+        series a request touches is created (so it is exported, at 0, from then on)."""
+        tenant, relayed, stream = trace.tenant, trace.relayed, trace.stream
+        per_tenant = self._tenants.get(tenant) or self._add_tenant(tenant)
+        upstream_s = self.labelled(self.upstream_s, tenant, "true" if stream else "false")
+        upstream_s.observe(trace.upstream_s)
+        per_tenant.added_s.observe(trace.prepare_s)
+        if stream and relayed.first_byte_s is not None:
             self.labelled(self.first_byte_s, tenant).observe(relayed.first_byte_s)
-        if trace.stream and relayed.error:
+        if stream and relayed.error:
             self.labelled(self.stream_errors, tenant).inc()
         if relayed.usage is not None:
-            usage = relayed.usage
-            for kind, value in (
-                ("prompt", usage.prompt_tokens), ("cached", usage.cached_tokens),
-                ("cache_creation", usage.cache_creation_tokens),
-                ("completion", usage.completion_tokens),
-            ):  # fmt: skip
-                self.labelled(self.tokens, tenant, kind).inc(value)
-        self._stages(trace)
-        self._compaction(trace)
+            per_tenant.add_tokens(relayed.usage)
+        self._stages(per_tenant, trace.prepared.reports)
+        if trace.prepared.compaction is not None:
+            self._compaction(trace, trace.prepared.compaction)
         if trace.retried_overflow:
             self.labelled(self.overflow_retries, tenant).inc()
         if trace.store_degraded:
             self.labelled(self.degraded_requests, tenant).inc()
-        self.store_degraded.set(int(trace.store_degraded))
+        self.set_store_degraded(trace.store_degraded)
 
-    def _stages(self, trace: Trace) -> None:
-        tenant, reports = trace.tenant, trace.prepared.reports
-        self.labelled(self.chars, tenant, "prune").inc(count(reports, "chars_pruned"))
-        budgets = [r for r in reports if r.stage == "budgets"]
-        saved = sum(r.counters.get("chars_saved", 0) for r in budgets)
-        self.labelled(self.chars, tenant, "budgets").inc(saved)
-        persisted = sum(len(text) for r in reports for text in r.outputs.values())
-        self.labelled(self.persisted_chars, tenant).inc(persisted)
-        for action in ("pruned", "replayed", "persisted", "truncated"):
-            self.labelled(self.tool_results, tenant, action).inc(count(reports, action))
-        validate = [r for r in reports if r.stage == "validate"]
-        self.labelled(self.repairs, tenant).inc(sum(r.counters.get("repairs", 0) for r in validate))
-        violations = sum(r.counters.get("client_violations", 0) for r in validate)
-        self.labelled(self.client_violations, tenant).inc(violations)
+    def _add_tenant(self, tenant: str) -> _TenantSeries:
+        series = self._tenants[tenant] = _TenantSeries(self, tenant)
+        return series
+
+    def _stages(self, per_tenant: _TenantSeries, reports: tuple[StageReport, ...]) -> None:
+        for name, amount in stage_totals(reports).items():
+            per_tenant.stage_counters[name].inc(amount)
         for report in reports:
             if report.skipped:
                 self.labelled(self.skipped, report.stage).inc()
 
-    def _compaction(self, trace: Trace) -> None:
-        outcome = trace.prepared.compaction
-        if outcome is None:
-            return
+    def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
         self.labelled(self.compactions, trace.tenant, outcome.status, outcome.reason).inc()
         self.labelled(self.compaction_s, trace.tenant, outcome.status).observe(trace.prepare_s)
         if outcome.status == "failed" and outcome.reason in SUMMARIZER_REASONS:
             self.labelled(self.summarizer_failures, trace.tenant, outcome.reason).inc()
+
+
+class _TenantSeries:
+    """A tenant's series that every request touches, created at its first request; the token
+    series at its first request with usage."""
+
+    __slots__ = ("_tenant", "_token_kinds", "_tokens", "added_s", "stage_counters")
+
+    def __init__(self, metrics: Metrics, tenant: str) -> None:
+        self._tenant = tenant
+        self._tokens = metrics.tokens
+        self._token_kinds: tuple[Counter, ...] = ()
+        self.added_s = metrics.added_s.labels(tenant)
+        self.stage_counters: dict[str, Counter] = {
+            "chars_pruned": metrics.chars.labels(tenant, "prune"),
+            "chars_saved": metrics.chars.labels(tenant, "budgets"),
+            "persisted_chars": metrics.persisted_chars.labels(tenant),
+            **{action: metrics.tool_results.labels(tenant, action) for action in CUT_ACTIONS},
+            "repairs": metrics.repairs.labels(tenant),
+            "client_violations": metrics.client_violations.labels(tenant),
+        }
+
+    def add_tokens(self, usage: Usage) -> None:
+        if not self._token_kinds:
+            self._token_kinds = tuple(self._tokens.labels(self._tenant, k) for k in TOKEN_KINDS)
+        amounts = (
+            usage.prompt_tokens, usage.cached_tokens, usage.cache_creation_tokens,
+            usage.completion_tokens,
+        )  # fmt: skip
+        for child, amount in zip(self._token_kinds, amounts, strict=True):
+            if amount:
+                child.inc(amount)
+
+
+def stage_totals(reports: tuple[StageReport, ...]) -> dict[str, int]:
+    """The non-zero stage counters the metrics add up, in one pass over the reports: `SUMMED`
+    over every stage, `OWN_COUNTERS` from their stage only, and `persisted_chars` (the length of
+    every persisted output)."""
+    totals: dict[str, int] = {}
+    for report in reports:
+        wanted = OWN_COUNTERS.get(report.stage, SUMMED)
+        for name, value in report.counters.items():
+            if value and name in wanted:
+                totals[name] = totals.get(name, 0) + value
+        if report.outputs:
+            persisted = sum(map(len, report.outputs.values()))
+            if persisted:
+                totals["persisted_chars"] = totals.get("persisted_chars", 0) + persisted
+    return totals
 
 
 METRICS = web.AppKey("metrics", Metrics)
@@ -177,6 +233,6 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
     metrics = request.app[METRICS]
     engine = request.app.get(ENGINE)
     if engine is not None:
-        metrics.store_degraded.set(0 if await engine.store.ping() else 1)
+        metrics.set_store_degraded(not await engine.store.ping())
     body = generate_latest(metrics.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
