@@ -42,6 +42,11 @@ class SSEDecoder:
         self._cr = False
 
     @property
+    def idle(self) -> bool:
+        """Nothing held back: the next byte starts a line of a new event."""
+        return not self._buf and not self._cr and not self._saw_field and not self._data
+
+    @property
     def pending(self) -> bytes:
         """Bytes of an event not yet complete (a cut-off stream leaves these behind)."""
         rest = bytes(self._buf[self._event_start :])

@@ -120,7 +120,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
 
 
 async def _drain(app: web.Application) -> None:
-    app[LIFECYCLE].phase = "draining"
+    app[LIFECYCLE].drain(app[SETTINGS].server.drain_timeout_s)
 
 
 def make_store(settings: Settings) -> StateStore:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,15 +22,41 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Lifecycle:
-    """Readiness phase and the background tasks that must finish before shutdown."""
+    """Readiness phase, the background tasks that must finish before shutdown, and the streams
+    being relayed, stopped once draining has lasted the drain timeout."""
 
     phase: Literal["starting", "serving", "draining"] = "starting"
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    streams: set[asyncio.Task[Any]] = field(default_factory=set)
+    streams_stopped: bool = False
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def drain(self, drain_s: float) -> None:
+        """Stop serving; the streams still running `drain_s` from now are cancelled."""
+        self.phase = "draining"
+        asyncio.get_running_loop().call_later(drain_s, self.stop_streams)
+
+    def stop_streams(self) -> None:
+        self.streams_stopped = True
+        for task in self.streams:
+            task.cancel()
+
+    @contextlib.contextmanager
+    def stream(self) -> Iterator[None]:
+        """Registers the current task as a stream for the time of the block."""
+        task = asyncio.current_task()
+        assert task is not None
+        if self.streams_stopped:
+            task.cancel()
+        self.streams.add(task)
+        try:
+            yield
+        finally:
+            self.streams.discard(task)
 
 
 SETTINGS = web.AppKey("settings", Settings)

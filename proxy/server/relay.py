@@ -4,7 +4,8 @@ Stream bytes are copied as they arrive; a pure SSE decoder watches them so that 
 events are forwarded (partial bytes never), usage is picked out, and the usage chunk the proxy
 asked for on the client's behalf is dropped. A stream the upstream cuts or leaves idle ends with
 an in-band `data: {"error": ...}` event, never a silent clean end. So does a stream still running
-`drain_timeout_s` after shutdown began: it is stopped while its client can still be told.
+`drain_timeout_s` after shutdown began (`Lifecycle.drain`): it is stopped while its client can
+still be told.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from aiohttp import web
 from proxy.adapters.http_client import UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
-from proxy.server.appkeys import LIFECYCLE, SETTINGS, Lifecycle
+from proxy.server.appkeys import LIFECYCLE
 from proxy.sse import SSEDecoder
 from proxy.usage import Usage, is_usage_only_chunk, usage_from, usage_from_body
 
@@ -63,9 +64,9 @@ async def relay_stream(
     response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
     await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
-    watch = DrainWatch(request.app[LIFECYCLE], drain_s=request.app[SETTINGS].server.drain_timeout_s)
     try:
-        await copier.copy(reply.stream)
+        with request.app[LIFECYCLE].stream():
+            await copier.copy(reply.stream)
     except asyncio.CancelledError:
         # Shutdown past the drain timeout (or a client that left): tell a client still there.
         await _write_error(response, None, reason="the proxy is shutting down")
@@ -76,8 +77,6 @@ async def relay_stream(
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
         return response, copier.relayed(completed=False, error=type(exc).__name__)
-    finally:
-        watch.close()
     if copier.decoder.pending:
         await _write_error(response, None)
         return response, copier.relayed(completed=False, error="cut")
@@ -103,8 +102,9 @@ class _Copier:
     async def copy(self, stream: AsyncIterator[bytes]) -> None:
         async for chunk in stream:
             self._first_byte = self._first_byte or time.monotonic() - self._started
-            out = bytearray()
-            for event in self.decoder.feed(chunk):
+            plain = self._plain_events(chunk)
+            out = bytearray(chunk[:plain])
+            for event in self.decoder.feed(chunk[plain:] if plain else chunk):
                 if b'"usage"' in event.raw and event.data.startswith("{"):
                     payload = _json(event.data)
                     self._usage = usage_from(payload) or self._usage
@@ -113,6 +113,16 @@ class _Copier:
                 out += event.raw
             if out:
                 await self._response.write(bytes(out))
+
+    def _plain_events(self, chunk: bytes) -> int:
+        """How many leading bytes of `chunk` are whole events with no usage in them, which go
+        out as they came without being decoded (with `\n` line ends and nothing held back, an
+        event ends at each blank line)."""
+        if not self.decoder.idle or b"\r" in chunk:
+            return 0
+        usage_at = chunk.find(b'"usage"')
+        end = chunk.rfind(b"\n\n", 0, len(chunk) if usage_at < 0 else usage_at)
+        return end + 2 if end >= 0 else 0
 
     def relayed(self, *, completed: bool, error: str = "") -> Relayed:
         """Usage counts only for an answer that completed."""
@@ -135,34 +145,6 @@ async def _write_error(
             await response.write_eof()
     except (ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
         pass
-
-
-class DrainWatch:
-    """Cancels the current task once the app has been draining for `drain_s` seconds.
-
-    Checked on a timer (`every_s`), so a stream waiting on a silent upstream is stopped too,
-    before aiohttp closes the connection under it."""
-
-    def __init__(self, lifecycle: Lifecycle, *, drain_s: float, every_s: float = 0.25) -> None:
-        self._lifecycle = lifecycle
-        self._drain_s = drain_s
-        self._every_s = every_s
-        self._task = asyncio.current_task()
-        self._loop = asyncio.get_running_loop()
-        self._since: float | None = None
-        self._handle = self._loop.call_later(every_s, self._check)
-
-    def _check(self) -> None:
-        now = self._loop.time()
-        if self._lifecycle.phase == "draining":
-            self._since = now if self._since is None else self._since
-            if now - self._since >= self._drain_s and self._task is not None:
-                self._task.cancel()
-                return
-        self._handle = self._loop.call_later(self._every_s, self._check)
-
-    def close(self) -> None:
-        self._handle.cancel()
 
 
 def _json(data: str) -> object:

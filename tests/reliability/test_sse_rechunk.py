@@ -136,9 +136,9 @@ def chunk_event(text: str, *, ending: str) -> bytes:
     return b"data: " + orjson.dumps(body) + ending.encode() * 2
 
 
-def usage_event(tokens: int) -> bytes:
+def usage_event(tokens: int, *, ending: str = "\r\n") -> bytes:
     usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
-    return b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\r\n\r\n"
+    return b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + ending.encode() * 2
 
 
 @pytest.fixture
@@ -171,7 +171,8 @@ async def test_relay_passes_the_same_events_and_captures_usage_once(
     cycle = itertools.cycle(endings)
     events = [b": keep-alive\n\n"] if comments else []
     events += [chunk_event(t, ending=next(cycle)) for t in texts]
-    wire = b"".join([*events, usage_event(tokens), b"data: [DONE]\n\n"])
+    usage = usage_event(tokens, ending=next(cycle))
+    wire = b"".join([*events, usage, b"data: [DONE]\n\n"])
     upstream.chunks = cut(wire, offsets, bytewise=len(wire) < 200 and tokens % 2 == 0)
     session = f"s-{upstream.served}"
     body: dict[str, Any] = chat(stream=True)
@@ -183,7 +184,7 @@ async def test_relay_passes_the_same_events_and_captures_usage_once(
         http.post(rig.url("/v1/chat/completions"), json=body, headers=headers) as r,
     ):
         got = await r.read()
-    expected = wire if client_asked_usage else wire.replace(usage_event(tokens), b"")
+    expected = wire if client_asked_usage else wire.replace(usage, b"")
     assert got == expected
     await rig.settled()
     detail = await rig.app[ENGINE].store.session_detail("default", session)
