@@ -138,7 +138,8 @@ def chunk_event(text: str, *, ending: str) -> bytes:
 
 def usage_event(tokens: int, *, ending: str = "\r\n") -> bytes:
     usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
-    return b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + ending.encode() * 2
+    body = orjson.dumps({"id": "c", "choices": [], "usage": usage})
+    return b"data: " + body + ending.encode() * 2
 
 
 @pytest.fixture
