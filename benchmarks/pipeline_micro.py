@@ -55,10 +55,10 @@ async def best_us(step: Any, *, runs: int, calls: int, raw: bytes) -> float:
     best = float("inf")
     for _ in range(runs):
         bodies = [orjson.loads(raw) for _ in range(calls)]
-        started = time.perf_counter()
+        started = time.process_time()
         for body in bodies:
             await step(body)
-        best = min(best, (time.perf_counter() - started) / calls)
+        best = min(best, (time.process_time() - started) / calls)
     return best * 1e6
 
 

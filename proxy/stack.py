@@ -69,7 +69,10 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
         degraded.append(before[-1])
     after: list[tuple[str, Stage]] = []
     if tenant.bootstrap.enabled:
-        after.append(("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap)))
+        assembly = bootstrap.AssemblyCache()
+        after.append(
+            ("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap, cache=assembly))
+        )
     return Stack(tenant, tuple(before), tuple(after), before_degraded=tuple(degraded))
 
 

@@ -26,7 +26,6 @@ visible `[truncated: ...]` line. A missing or blank file adds no section and rep
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
@@ -116,34 +115,76 @@ def _collect(view: WorkspaceView, settings: BootstrapSettings) -> _Sections:
 
 def assemble_system(view: WorkspaceView, *, settings: BootstrapSettings) -> tuple[str, str]:
     """The (static, dynamic) system text for `view`; ("", "") when the view has no content."""
-    static, dynamic, _ = _assemble(view, settings)
-    return static, dynamic
+    found = _assemble(view, settings)
+    return found.static, found.dynamic
 
 
-def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> tuple[str, str, _Sections]:
+@dataclass(frozen=True, slots=True)
+class _Assembly:
+    static: str
+    dynamic: str
+    counters: dict[str, int]
+
+
+def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
     found = _collect(view, settings)
     if not found.static and not found.dynamic:
-        return "", "", found
+        return _Assembly("", "", {})
     notice = [TOOL_RESULT_NOTICE] if settings.tool_result_notice else []
-    return "\n\n".join([*found.static, *notice]), "\n\n".join(found.dynamic), found
-
-
-def run(draft: Draft, turn: Turn, *, settings: BootstrapSettings) -> tuple[Draft, StageReport]:
-    """Set the draft's static and dynamic system parts from `turn.workspace`.
-
-    Returns the draft unchanged when disabled or when the workspace has no content. The client's
-    own system messages are kept as they are; any static/dynamic set earlier is replaced.
-    """
-    if not settings.enabled:
-        return draft, StageReport(stage="bootstrap")
-    static, dynamic, found = _assemble(turn.workspace, settings)
-    if not static and not dynamic:
-        return draft, StageReport(stage="bootstrap")
-    system = SystemPrompt(static=static, client=draft.system.client, dynamic=dynamic)
+    static, dynamic = "\n\n".join([*found.static, *notice]), "\n\n".join(found.dynamic)
     counters = {
         "static_chars": len(static),
         "dynamic_chars": len(dynamic),
         "sections": len(found.static) + len(found.dynamic),
         "truncations": found.cuts,
     }
-    return dataclasses.replace(draft, system=system), StageReport("bootstrap", counters=counters)
+    return _Assembly(static, dynamic, counters)
+
+
+class AssemblyCache:
+    """The assemblies of the last `size` workspace views used, keyed by the view's identity.
+
+    The workspace adapter hands out the same view object while the files are unchanged and a new
+    one when they change, so a hit is always up to date. An entry keeps its view alive: its id is
+    not reused by another view while it is cached. One cache per stage instance (per settings);
+    a lookup with other settings assembles afresh. Not thread-safe (one event loop).
+    """
+
+    def __init__(self, *, size: int = 1024) -> None:
+        if size < 1:
+            raise ValueError("AssemblyCache size must be at least 1")
+        self._size = size
+        self._entries: dict[int, tuple[WorkspaceView, BootstrapSettings, _Assembly]] = {}
+
+    def assembly(self, view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
+        entry = self._entries.pop(id(view), None)
+        if entry is None or entry[0] is not view or entry[1] is not settings:
+            entry = (view, settings, _assemble(view, settings))
+        if len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))  # the least recently used
+        self._entries[id(view)] = entry
+        return entry[2]
+
+
+def run(
+    draft: Draft,
+    turn: Turn,
+    *,
+    settings: BootstrapSettings,
+    cache: AssemblyCache | None = None,
+) -> tuple[Draft, StageReport]:
+    """Set the draft's static and dynamic system parts from `turn.workspace`.
+
+    Returns the draft unchanged when disabled or when the workspace has no content. The client's
+    own system messages are kept as they are; any static/dynamic set earlier is replaced. With a
+    `cache`, a workspace view seen before is not assembled again.
+    """
+    if not settings.enabled:
+        return draft, StageReport(stage="bootstrap")
+    view = turn.workspace
+    found = cache.assembly(view, settings) if cache is not None else _assemble(view, settings)
+    if not found.static and not found.dynamic:
+        return draft, StageReport(stage="bootstrap")
+    system = SystemPrompt(static=found.static, client=draft.system.client, dynamic=found.dynamic)
+    report = StageReport("bootstrap", counters=dict(found.counters))
+    return Draft(body=draft.body, system=system, messages=draft.messages), report

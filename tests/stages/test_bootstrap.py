@@ -8,6 +8,7 @@ import pytest
 
 from proxy.stages.bootstrap import (
     TOOL_RESULT_NOTICE,
+    AssemblyCache,
     BootstrapSettings,
     assemble_system,
     cap_text,
@@ -203,3 +204,49 @@ def test_run_returns_the_draft_unchanged_when_disabled_or_empty(
 def test_settings_reject_non_positive_caps(kw: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="bootstrap"):
         BootstrapSettings(**kw)  # type: ignore[arg-type]
+
+
+def test_cache_gives_what_assembly_gives_and_reuses_it_for_the_same_view() -> None:
+    cache = AssemblyCache()
+    v = view(soul=("S",), user=("U",))
+    first, _ = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    again, report = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    uncached, expected = run(_client_draft(), turn(workspace=v), settings=PLAIN)
+    assert first.system == again.system == uncached.system
+    assert again.system.static is first.system.static  # not assembled again
+    assert report == expected
+
+
+def test_cache_shows_a_changed_workspace_file() -> None:
+    cache = AssemblyCache()
+    run(_client_draft(), turn(workspace=view(soul=("old",))), settings=PLAIN, cache=cache)
+    out, _ = run(_client_draft(), turn(workspace=view(soul=("new",))), settings=PLAIN, cache=cache)
+    assert out.system.static == "<soul>\nnew\n</soul>"
+
+
+def test_cache_does_not_share_an_assembly_between_settings() -> None:
+    cache = AssemblyCache()
+    v = view(soul=("abcdef",))
+    short, _ = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    capped = BootstrapSettings(tool_result_notice=False, max_chars_per_file=3)
+    cut, report = run(_client_draft(), turn(workspace=v), settings=capped, cache=cache)
+    assert short.system.static == "<soul>\nabcdef\n</soul>"
+    assert cut.system.static.startswith("<soul>\nabc\n[truncated")
+    assert report.counters["truncations"] == 1
+
+
+def test_cache_stays_correct_past_its_size() -> None:
+    cache = AssemblyCache(size=2)
+    views = [view(soul=(f"S{i}",)) for i in range(4)]
+    for v in [*views, *views]:
+        out, _ = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+        assert out.system.static == f"<soul>\n{v.files['soul'][0]}\n</soul>"
+
+
+def test_cached_report_counters_are_a_copy() -> None:
+    cache = AssemblyCache()
+    v = view(soul=("S",))
+    _, report = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    report.counters["sections"] = 99  # type: ignore[index]
+    _, again = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    assert again.counters["sections"] == 1
