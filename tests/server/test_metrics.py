@@ -12,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.keys import digest
+from proxy.server.metrics import stage_totals
+from proxy.types import StageReport
 from tests.fakes.openai_upstream import Reply
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
@@ -104,6 +106,45 @@ async def test_pruned_and_persisted_characters_are_counted(proxy: Proxy) -> None
                  action="persisted") == 1
     assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
                  stage="budgets") > 50_000
+
+
+async def test_series_a_request_touches_are_exported_at_zero_when_nothing_was_cut(
+    proxy: Proxy,
+) -> None:
+    proxy.fake.default = Reply(prompt_tokens=10, cached_tokens=0, completion_tokens=2)
+    async with proxy.client() as client:
+        await client.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                   "content": "hi"}])
+    samples = await scrape(proxy)
+    zero = [
+        ("ctxproxy_tool_result_chars_removed_total", {"stage": "prune"}),
+        ("ctxproxy_tool_result_chars_removed_total", {"stage": "budgets"}),
+        ("ctxproxy_persisted_chars_total", {}),
+        *[("ctxproxy_tool_results_cut_total", {"action": action})
+          for action in ("pruned", "replayed", "persisted", "truncated")],
+        ("ctxproxy_validation_repairs_total", {}),
+        ("ctxproxy_client_violations_total", {}),
+        ("ctxproxy_tokens_total", {"kind": "cached"}),
+        ("ctxproxy_tokens_total", {"kind": "cache_creation"}),
+    ]
+    for name, labels in zero:
+        assert samples[(name, tuple(sorted({"tenant": "default", **labels}.items())))] == 0
+    assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="prompt") == 10
+    assert ("ctxproxy_stream_interrupted_total", (("tenant", "default"),)) not in samples
+
+
+def test_stage_totals_sum_cuts_over_all_stages_and_own_counters_from_their_stage() -> None:
+    reports = (
+        StageReport("prune", {"chars_pruned": 500, "pruned": 2, "replayed": 0}),
+        StageReport("budgets", {"chars_saved": 70, "persisted": 1, "truncated": 0},
+                    outputs={"a": "x" * 40, "b": "y" * 2}),
+        StageReport("validate", {"repairs": 3, "client_violations": 0}),
+        StageReport("other", {"pruned": 1, "chars_saved": 1000, "repairs": 9, "sections": 4}),
+    )
+    assert stage_totals(reports) == {
+        "chars_pruned": 500, "pruned": 3, "chars_saved": 70, "persisted": 1,
+        "persisted_chars": 42, "repairs": 3,
+    }
 
 
 async def test_compactions_and_summarizer_failures_by_outcome(make_proxy: MakeProxy) -> None:
