@@ -9,7 +9,12 @@ import orjson
 import pytest
 
 from proxy.adapters.redis_state import RedisStore
+from proxy.engine import Prepared
 from proxy.server.appkeys import LIFECYCLE
+from proxy.server.events import request_event
+from proxy.server.observe import Trace
+from proxy.server.relay import Relayed
+from proxy.types import StageReport, Turn
 from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer
 from tests.server.conftest import MakeProxy
@@ -18,6 +23,30 @@ from tests.server.test_metrics import COMPACT_AT_100, tool_history
 
 SECRET = "sk-client-SECRET-123"
 CONTENT = "MY-PRIVATE-CONTENT"
+
+
+def trace_of(*reports: StageReport, prepare_s: float, upstream_s: float) -> Trace:
+    prepared = Prepared(turn=Turn("t", "s", "m", now=0.0), body={"messages": []},
+                        reports=reports, lineage="", threshold=0, covers=0)
+    return Trace(tenant="t", session="s", model="m", stream=False, status=200, prepared=prepared,
+                 relayed=Relayed(usage=None, completed=True), messages_in=1,
+                 prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)
+
+
+def test_request_event_rounds_timings_to_a_tenth_of_a_millisecond() -> None:
+    event = request_event(trace_of(prepare_s=0.00004999, upstream_s=1.23456), now=1.5)
+    assert (event["prepare_ms"], event["upstream_ms"], event["latency_ms"]) == (
+        "0.0", "1234.6", "1234.6")
+    assert event["ts"] == "1.500"
+
+
+def test_stage_summary_leaves_zero_counters_out_and_names_a_skipped_stage() -> None:
+    trace = trace_of(StageReport("prune", {"chars_pruned": 0, "pruned": 2}),
+                     StageReport("cache", {"breakpoints": 0}),
+                     StageReport("budgets", {"persisted": 1}, skipped="KeyError"),
+                     prepare_s=0.0, upstream_s=0.0)
+    assert orjson.loads(request_event(trace, now=0.0)["stages"]) == {
+        "prune": {"pruned": 2}, "cache": {}, "budgets": {"persisted": 1, "skipped": "KeyError"}}
 
 
 async def settle(proxy: Proxy) -> None:
