@@ -7,7 +7,8 @@ and what the async shell must write back afterwards (sticky decisions, persisted
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -108,6 +109,12 @@ class Draft:
     body: Mapping[str, Any]
     system: SystemPrompt
     messages: tuple[Message, ...]
+
+    def with_messages(self, messages: Sequence[Message]) -> Draft:
+        """This draft with `messages`; the draft itself when they are the very same objects."""
+        if len(messages) == len(self.messages) and all(map(operator.is_, messages, self.messages)):
+            return self
+        return Draft(body=self.body, system=self.system, messages=tuple(messages))
 
 
 @dataclass(frozen=True, slots=True)

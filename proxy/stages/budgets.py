@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from proxy.content import content_text, tool_names, with_text
@@ -142,11 +142,12 @@ def apply_budgets(
     out = list(messages)
     if not settings.enabled:
         return out, StageReport(stage="budgets")
-    names = tool_names(messages)
+    groups = _result_groups(messages)
+    names = tool_names(messages) if groups else {}
     commands = set(settings.command_tools)
     texts: dict[int, str] = {}
     outputs: dict[str, str] = {}
-    for group in _result_groups(messages):
+    for group in groups:
         for index in group:
             text = content_text(messages[index].get("content"))
             if is_persisted(text, preview_bytes=settings.preview_bytes):
@@ -197,4 +198,4 @@ def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
 def run(draft: Draft, turn: Turn, *, settings: BudgetSettings) -> tuple[Draft, StageReport]:
     """The pipeline entry: `apply_budgets` over the draft's history. `turn` is not needed."""
     messages, report = apply_budgets(draft.messages, settings=settings)
-    return replace(draft, messages=tuple(messages)), report
+    return draft.with_messages(messages), report

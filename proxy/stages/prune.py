@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from proxy.content import content_text, tool_names, with_text
 from proxy.types import Draft, Message, StageReport, Turn
@@ -34,6 +34,7 @@ from proxy.types import Draft, Message, StageReport, Turn
 PERSISTED_OPEN = "<persisted-output"
 PERSISTED_CLOSE = "</persisted-output>"
 _PERSISTED_HEADER_LINES = 3
+_COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
 _PRUNED = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)(?:\n</persisted-output>)?\Z")
 
 
@@ -107,7 +108,7 @@ def _replay(
     out: list[Message], texts: Mapping[int, str], decisions: Mapping[str, str]
 ) -> tuple[dict[str, int], set[int]]:
     """Rule 1, in place on the copied list `out`: the counters so far and the decided indices."""
-    counts = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
+    counts = dict.fromkeys(_COUNTERS, 0)
     decided: set[int] = set()
     # Ids with a hashed key (`rsplit` gives the id back; a plain key with a `#` only adds an id
     # that is hashed for nothing): the other results are not hashed, on every request.
@@ -169,6 +170,8 @@ def prune_tool_results(
         for index, message in enumerate(messages)
         if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str)
     }
+    if not texts:
+        return out, StageReport(stage="prune", counters=dict.fromkeys(_COUNTERS, 0))
     counts, decided = _replay(out, texts, decisions)
     found = _candidates(messages, texts, settings=settings)
     found = {index: cut for index, cut in found.items() if index not in decided}
@@ -198,4 +201,4 @@ def run(draft: Draft, turn: Turn, *, settings: PruneSettings) -> tuple[Draft, St
         now=turn.now,
         last_request_at=last if last > 0 else None,
     )
-    return replace(draft, messages=tuple(messages)), report
+    return draft.with_messages(messages), report

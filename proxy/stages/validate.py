@@ -43,7 +43,7 @@ def validate_request(
 ) -> tuple[JSON, StageReport]:
     """The body with the proxy's own violations repaired; does nothing to a valid body or to what
     the client sent. Never mutates `body` or `client_messages`."""
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter(client_violations=0)
     messages = body.get("messages")
     if isinstance(messages, list):
         fixed = _repair_pairing(messages, client_messages, counts)
@@ -79,6 +79,8 @@ def _repair_pairing(
     messages: list[Message], client: Sequence[Message], counts: Counter[str]
 ) -> list[Message]:
     orphans, unanswered = _pairing_faults(messages)
+    if not orphans and not unanswered:
+        return messages  # nothing to attribute: the client's own faults do not matter
     client_orphans, client_unanswered = _pairing_faults(client)
     theirs_orphan = {client[i].get("tool_call_id") for i in client_orphans}
     theirs_unanswered = {c for _, c in client_unanswered}
@@ -111,9 +113,12 @@ def _late_system(messages: Sequence[Message]) -> list[int]:
 def _repair_late_system(
     messages: list[Message], client: Sequence[Message], counts: Counter[str]
 ) -> list[Message]:
+    late = _late_system(messages)
+    if not late:
+        return messages
     theirs = Counter(_canonical(client[i]) for i in _late_system(client))
     out = list(messages)
-    for index in _late_system(messages):
+    for index in late:
         key = _canonical(messages[index])
         if theirs[key] > 0:
             theirs[key] -= 1
@@ -128,6 +133,8 @@ def _repair_markers(
     body: JSON, client: Sequence[Message], *, allow: bool, counts: Counter[str]
 ) -> JSON:
     paths = find_cache_markers(body)
+    if not paths:
+        return body
     theirs: Counter[bytes] = Counter()
     if any(path[:1] == ("messages",) for path in paths):
         theirs.update(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
