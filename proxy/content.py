@@ -52,15 +52,22 @@ def tool_names(messages: Sequence[Message]) -> dict[str, str]:
 def find_cache_markers(value: Any, path: MarkerPath = ()) -> list[MarkerPath]:
     """Paths of every dict holding a `cache_control`, in document order."""
     found: list[MarkerPath] = []
+    if isinstance(value, _CONTAINERS):
+        _collect_markers(value, path, found)
+    return found
+
+
+def _collect_markers(
+    value: dict[Any, Any] | list[Any], path: MarkerPath, found: list[MarkerPath]
+) -> None:
+    """Appends to `found`; called only on containers, so the many string leaves cost no call."""
+    items: Any
     if isinstance(value, dict):
         if value.get("cache_control") is not None:
             found.append(path)
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
+        items = value.items()
     else:
-        return found
+        items = enumerate(value)
     for key, item in items:
-        if isinstance(item, _CONTAINERS):  # no call, no path for the many string leaves
-            found += find_cache_markers(item, (*path, key))
-    return found
+        if isinstance(item, _CONTAINERS):
+            _collect_markers(item, (*path, key), found)

@@ -21,7 +21,7 @@ from proxy.models import context_window
 from proxy.pipeline import draft_from_body, run_stages
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.settings import UpstreamSettings
-from proxy.stack import Stack, validate
+from proxy.stack import Stack
 from proxy.stages.compact import should_compact, soft_threshold, threshold_tokens
 from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction, Turn
 from proxy.usage import Usage
@@ -128,14 +128,11 @@ class ContextEngine:
             job = self._job(stack, client, draft, turn, applied, api_key)
             counted = functools.partial(self._counted, turn.tenant, turn.session)
             self._compactor.start_background(job, on_done=counted)
-        body_out, after = stack.finish(draft, turn)
-        body_out, check = validate(
-            body_out, client_messages=body["messages"], style=turn.cache_style
-        )
+        body_out, after = stack.finish(draft, turn, client_messages=body["messages"])
         return Prepared(
             turn=turn,
             body=body_out,
-            reports=(*reports, *after, check),
+            reports=(*reports, *after),
             lineage=line,
             threshold=threshold,
             covers=covers,

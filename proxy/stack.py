@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from proxy.content import MarkerPath
 from proxy.pipeline import Stage, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
@@ -31,14 +32,24 @@ class Stack:
         """The outgoing body of a finished draft (cache layout)."""
         return cache.render_request(draft, turn, settings=self.tenant.cache)
 
-    def finish(self, draft: Draft, turn: Turn) -> tuple[JSON, list[StageReport]]:
-        """After-compaction stages, render and validation; fail-open at every step."""
+    def finish(
+        self, draft: Draft, turn: Turn, *, client_messages: Sequence[Message]
+    ) -> tuple[JSON, list[StageReport]]:
+        """After-compaction stages, render and validation against what the client sent
+        (`client_messages`); fail-open at every step."""
         draft, reports = run_stages(self.after, draft, turn)
+        markers = None
         try:
-            body, report = self.render(draft, turn)
+            body, report, markers = cache.render_with_markers(
+                draft, turn, settings=self.tenant.cache
+            )
         except Exception as exc:  # fail-open: send the plain assembly instead
             body, report = plain_body(draft), StageReport("cache", skipped=type(exc).__name__)
         reports.append(report)
+        body, check = validate(
+            body, client_messages=client_messages, style=turn.cache_style, markers=markers
+        )
+        reports.append(check)
         return body, reports
 
     def prefix_body(self, draft: Draft, turn: Turn, messages: Sequence[Message]) -> JSON:
@@ -77,11 +88,18 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
 
 
 def validate(
-    body: JSON, *, client_messages: Sequence[Message], style: str
+    body: JSON,
+    *,
+    client_messages: Sequence[Message],
+    style: str,
+    markers: list[MarkerPath] | None = None,
 ) -> tuple[JSON, StageReport]:
     try:
         return validate_request(
-            body, client_messages=client_messages, allow_cache_control=style == "anthropic"
+            body,
+            client_messages=client_messages,
+            allow_cache_control=style == "anthropic",
+            markers=markers,
         )
     except Exception as exc:  # fail-open
         return body, StageReport("validate", skipped=type(exc).__name__)

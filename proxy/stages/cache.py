@@ -80,6 +80,14 @@ def render_request(
     draft: Draft, turn: Turn, *, settings: CacheSettings
 ) -> tuple[JSON, StageReport]:
     """The outgoing body: `draft.body` (unknown keys kept) + `messages`. Never mutates `draft`."""
+    body, report, _ = render_with_markers(draft, turn, settings=settings)
+    return body, report
+
+
+def render_with_markers(
+    draft: Draft, turn: Turn, *, settings: CacheSettings
+) -> tuple[JSON, StageReport, list[MarkerPath]]:
+    """`render_request`, and the paths of the body's cache markers (for validation)."""
     anthropic = turn.cache_style == "anthropic"
     system = _system_messages(draft.system, parts=anthropic)
     body = body_with_messages(draft.body, [*system, *draft.messages])
@@ -88,12 +96,13 @@ def render_request(
         body, added = _place_breakpoints(body, draft.system, len(system), turn, settings)
     elif turn.cache_style == "openai" and settings.send_prompt_cache_key:
         body.setdefault("prompt_cache_key", f"ctxproxy-{turn.tenant}")
+    markers = find_cache_markers(body)
     counters = {
-        "breakpoints": len(find_cache_markers(body)),
+        "breakpoints": len(markers),
         "breakpoints_added": added,
         "static_chars": len(draft.system.static),
     }
-    return body, StageReport(stage="cache", counters=counters)
+    return body, StageReport(stage="cache", counters=counters), markers
 
 
 def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:

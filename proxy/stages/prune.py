@@ -72,10 +72,11 @@ def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
 
 def has_cache_control(message: Message) -> bool:
     """True when the message, or one of its content parts, carries a `cache_control` key."""
+    if "cache_control" in message:
+        return True
     content = message.get("content")
-    parts = content if isinstance(content, list) else []
-    return "cache_control" in message or any(
-        isinstance(p, dict) and "cache_control" in p for p in parts
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and "cache_control" in p for p in content
     )
 
 
@@ -118,8 +119,8 @@ def _replay(
         stored = decisions.get(call_id)
         if not (stored and describes(stored, text)):
             stored = decisions.get(decision_key(call_id, text)) if call_id in hashed else None
-        if not (stored and describes(stored, text)):
-            continue
+            if not (stored and describes(stored, text)):
+                continue
         decided.add(index)
         if (new := with_text(out[index], stored)) != out[index]:
             out[index] = new
@@ -129,17 +130,22 @@ def _replay(
 
 
 def _candidates(
-    messages: Sequence[Message], texts: Mapping[int, str], *, settings: PruneSettings
+    messages: Sequence[Message],
+    texts: Mapping[int, str],
+    decided: set[int],
+    *,
+    settings: PruneSettings,
 ) -> dict[int, str]:
-    """Index -> cut text of every result that rules 2 and 3 allow to shrink."""
-    names = tool_names(messages)
+    """Index -> cut text of every undecided result that rules 2 and 3 allow to shrink."""
+    names = tool_names(messages) if settings.exclude_tools else {}
     tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
-    marked = [i for i, m in enumerate(messages) if has_cache_control(m)]
-    boundary = marked[-1] if marked else -1
+    boundary = next(
+        (i for i in range(len(messages) - 1, -1, -1) if has_cache_control(messages[i])), -1
+    )
     found: dict[int, str] = {}
     for index, text in texts.items():
-        if index in recent or index <= boundary:
+        if index in decided or index in recent or index <= boundary:
             continue
         if names.get(messages[index]["tool_call_id"]) in settings.exclude_tools:
             continue
@@ -173,8 +179,7 @@ def prune_tool_results(
     if not texts:
         return out, StageReport(stage="prune", counters=dict.fromkeys(_COUNTERS, 0))
     counts, decided = _replay(out, texts, decisions)
-    found = _candidates(messages, texts, settings=settings)
-    found = {index: cut for index, cut in found.items() if index not in decided}
+    found = _candidates(messages, texts, decided, settings=settings)
     savings = sum(len(texts[index]) - len(cut) for index, cut in found.items())
     cold = _cache_cold(settings, now, last_request_at)
     if not found or savings < settings.min_savings_chars or not cold:

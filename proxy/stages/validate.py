@@ -39,18 +39,25 @@ _Faults: TypeAlias = tuple[list[int], list[tuple[int, Any]]]
 
 
 def validate_request(
-    body: JSON, *, client_messages: Sequence[Message], allow_cache_control: bool
+    body: JSON,
+    *,
+    client_messages: Sequence[Message],
+    allow_cache_control: bool,
+    markers: list[MarkerPath] | None = None,
 ) -> tuple[JSON, StageReport]:
     """The body with the proxy's own violations repaired; does nothing to a valid body or to what
-    the client sent. Never mutates `body` or `client_messages`."""
+    the client sent. Never mutates `body` or `client_messages`.
+
+    `markers`: `find_cache_markers(body)` when the caller has them already (render has)."""
     counts: Counter[str] = Counter(client_violations=0)
     messages = body.get("messages")
     if isinstance(messages, list):
         fixed = _repair_pairing(messages, client_messages, counts)
         fixed = _repair_late_system(fixed, client_messages, counts)
         if fixed is not messages:
-            body = body_with_messages(body, fixed)
-    body = _repair_markers(body, client_messages, allow=allow_cache_control, counts=counts)
+            body, markers = body_with_messages(body, fixed), None
+    paths = find_cache_markers(body) if markers is None else markers
+    body = _repair_markers(body, paths, client_messages, allow=allow_cache_control, counts=counts)
     counters = {"repairs": sum(n for k, n in counts.items() if k != "client_violations"), **counts}
     return body, StageReport(stage="validate", counters=counters)
 
@@ -130,9 +137,13 @@ def _repair_late_system(
 
 
 def _repair_markers(
-    body: JSON, client: Sequence[Message], *, allow: bool, counts: Counter[str]
+    body: JSON,
+    paths: list[MarkerPath],
+    client: Sequence[Message],
+    *,
+    allow: bool,
+    counts: Counter[str],
 ) -> JSON:
-    paths = find_cache_markers(body)
     if not paths:
         return body
     theirs: Counter[bytes] = Counter()
