@@ -9,7 +9,7 @@ from aiohttp import web
 
 from proxy.errors import NotFound, StoreUnavailable
 from proxy.identity import SAFE_ID
-from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE
+from proxy.server.appkeys import ENGINE, LIFECYCLE, caller_of
 from proxy.server.keys import Caller
 
 T = TypeVar("T")
@@ -29,7 +29,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def get_output(request: web.Request) -> web.Response:
-    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    caller = caller_of(request)
     output_id = request.match_info["id"]
     if not SAFE_ID.match(output_id):
         raise NotFound("No such output.")
@@ -40,7 +40,7 @@ async def get_output(request: web.Request) -> web.Response:
 
 
 async def list_sessions(request: web.Request) -> web.Response:
-    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    caller = caller_of(request)
     limit = min(int(request.query.get("limit", "100") or 100), 1000)
     tenant = None if caller.admin and request.query.get("all") else caller.tenant
     rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
@@ -48,7 +48,7 @@ async def list_sessions(request: web.Request) -> web.Response:
 
 
 async def session_detail(request: web.Request) -> web.Response:
-    caller: Caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    caller: Caller = caller_of(request)
     tenant = _tenant_for(request, caller)
     session = request.match_info["id"]
     if not SAFE_ID.match(session):

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from proxy.engine import ContextEngine
 from proxy.ports import Upstream
-from proxy.server.keys import KeyRing
+from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 
 if TYPE_CHECKING:
@@ -66,3 +66,18 @@ ENGINE = web.AppKey("engine", ContextEngine)
 UPSTREAMS = web.AppKey("upstreams", Mapping[str, Upstream])
 HTTP = web.AppKey("http", aiohttp.ClientSession)
 OBSERVERS = web.AppKey("observers", list["Observer"])
+
+
+CALLER = web.RequestKey("caller", Caller)
+SESSION = web.RequestKey("session", str)
+"""The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
+
+
+def caller_of(request: web.Request) -> Caller:
+    """The request's caller, identified once per request (`Unauthorized` for a bad key)."""
+    caller = request.get(CALLER)
+    if caller is None:
+        caller = request[CALLER] = request.app[KEYRING].identify(
+            request.headers.get("Authorization")
+        )
+    return caller

@@ -10,7 +10,15 @@ from proxy.engine import ContextEngine, Prepared, count
 from proxy.identity import session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import Upstream, UpstreamReply
-from proxy.server.appkeys import ENGINE, KEYRING, LIFECYCLE, OBSERVERS, SETTINGS, UPSTREAMS
+from proxy.server.appkeys import (
+    ENGINE,
+    LIFECYCLE,
+    OBSERVERS,
+    SESSION,
+    SETTINGS,
+    UPSTREAMS,
+    caller_of,
+)
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.observe import Observer, Trace, notify
 from proxy.server.relay import Relayed, relay_body, relay_stream
@@ -21,7 +29,7 @@ OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
-    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    caller = caller_of(request)
     body = await read_chat_body(request)
     tenant = request.app[SETTINGS].tenants[caller.tenant]
     engine = request.app[ENGINE]
@@ -33,6 +41,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         client_system=client.system.client,
         history=client.messages,
     )
+    request[SESSION] = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
     api_key = caller.token if tenant.forward_client_key else None
     upstream = request.app[UPSTREAMS][caller.tenant]

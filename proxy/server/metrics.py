@@ -20,7 +20,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from proxy.compactor import CompactionOutcome
 from proxy.errors import CtxProxyError
-from proxy.server.appkeys import ENGINE, KEYRING
+from proxy.server.appkeys import ENGINE, caller_of
 from proxy.server.observe import Trace
 from proxy.types import StageReport
 from proxy.usage import Usage
@@ -223,7 +223,7 @@ async def count_requests(request: web.Request, handler: Handler) -> web.StreamRe
 def _tenant_of(request: web.Request) -> str:
     """The caller's tenant, or `-` when the request carries no valid key."""
     try:
-        return request.app[KEYRING].identify(request.headers.get("Authorization")).tenant or "-"
+        return caller_of(request).tenant or "-"
     except CtxProxyError:
         return "-"
 

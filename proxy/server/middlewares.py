@@ -3,6 +3,7 @@ OpenAI-shaped errors."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import secrets
 
@@ -11,6 +12,7 @@ from aiohttp.typedefs import Handler
 
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
+from proxy.server.appkeys import SESSION
 
 log = logging.getLogger(__name__)
 
@@ -18,17 +20,35 @@ REQUEST_ID = web.RequestKey("request_id", str)
 # aiohttp refuses one header line over 8 KiB; this bounds them all together (nginx: 32 KiB,
 # Envoy: 60 KiB), so a client cannot make every hop carry megabytes of headers.
 MAX_HEADER_BYTES = 64 * 1024
+# Request ids: a random prefix per process and a counter, unique across replicas without a
+# random draw (a system call) per request.
+_ID_PREFIX = secrets.token_hex(4)
+_ID_COUNTER = itertools.count()
+
+
+def new_request_id() -> str:
+    return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
 
 
 @web.middleware
 async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request[REQUEST_ID] = secrets.token_hex(8)
-    LOG_REQUEST_ID.set(request[REQUEST_ID])  # every log line of this request carries it
+    request_id = request[REQUEST_ID] = new_request_id()
+    LOG_REQUEST_ID.set(request_id)  # every log line of this request carries it
+    response = await _answer(request, handler)
+    response.headers.setdefault("X-Request-Id", request_id)
+    session = request.get(SESSION)
+    if session is not None:
+        response.headers.setdefault("X-Ctx-Session", session)
+    return response
+
+
+async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The handler's response, or the OpenAI-shaped error it raised."""
     if sum(len(k) + len(v) + 4 for k, v in request.raw_headers) > MAX_HEADER_BYTES:
         body = error_body("Request headers are too large.", "invalid_request_error")
         return _error(431, body)
     try:
-        response = await handler(request)
+        return await handler(request)
     except CtxProxyError as exc:
         log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc.error_type)
         return _error(exc.status, exc.to_body())
@@ -43,8 +63,6 @@ async def error_boundary(request: web.Request, handler: Handler) -> web.StreamRe
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _error(500, error_body("Internal proxy error.", "server_error"))
-    response.headers.setdefault("X-Request-Id", request[REQUEST_ID])
-    return response
 
 
 def _error(status: int, body: dict[str, object]) -> web.Response:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from proxy.adapters.http_client import Timeouts, iter_body, open_response
 from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
-from proxy.server.appkeys import HTTP, KEYRING, SETTINGS
+from proxy.server.appkeys import HTTP, SETTINGS, caller_of
 from proxy.settings import UpstreamSettings
 
 
@@ -25,7 +25,7 @@ def upstream_url(upstream: UpstreamSettings, tail: str, query: str) -> str:
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS]
-    caller = request.app[KEYRING].identify(request.headers.get("Authorization"))
+    caller = caller_of(request)
     tenant = settings.tenants[caller.tenant]
     upstream = settings.upstreams[tenant.upstream]
     headers = upstream_request_headers(request.headers, rebuilt_body=False)

@@ -179,9 +179,12 @@ async def test_first_byte_past_its_bound_is_504_and_the_upstream_is_closed(
     rig.fake.default = Reply(first_byte_delay_s=5)
     async with aiohttp.ClientSession() as http:
         started = time.monotonic()
-        status, raw, _ = await post_json(http, rig.url("/v1/chat/completions"), chat(stream=stream))
+        status, raw, headers = await post_json(
+            http, rig.url("/v1/chat/completions"), chat(stream=stream), **{"X-Ctx-Session": "s-t"}
+        )
     assert status == 504
     assert assert_openai_error(raw)["code"] == "upstream_timeout"
+    assert headers["X-Ctx-Session"] == "s-t" and headers["X-Request-Id"]
     for _ in range(50):
         if rig.fake.cancelled:
             break
