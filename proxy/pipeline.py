@@ -28,7 +28,8 @@ def draft_from_body(body: JSON) -> Draft:
     lead = 0
     while lead < len(messages) and messages[lead].get("role") in SYSTEM_ROLES:
         lead += 1
-    rest = {k: v for k, v in body.items() if k != "messages"}
+    rest = dict(body)
+    del rest["messages"]
     return Draft(
         body=rest,
         system=SystemPrompt(client=tuple(messages[:lead])),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.history import history_salt, longest_matching, prefix_hash, prefix_hashes
+from proxy.history import history_salt, lineage, longest_matching, prefix_hash, prefix_hashes
 from proxy.types import StoredCompaction
 from tests.factories import assistant, system, user
 
@@ -39,3 +39,11 @@ def test_other_salt_or_shorter_history_does_not_match() -> None:
 def test_salt_depends_on_tenant_and_client_system() -> None:
     assert history_salt("t", [system("x")]) != history_salt("t", [system("y")])
     assert history_salt("t", [system("x")]) != history_salt("u", [system("x")])
+
+
+def test_lineage_is_the_salted_hash_of_the_first_message() -> None:
+    salt = history_salt("t", [system("x")])
+    assert lineage("t", [system("x")], HISTORY) == prefix_hash(HISTORY, 1, salt=salt)[:16]
+    assert lineage("t", [system("x")], HISTORY[:1]) == lineage("t", [system("x")], HISTORY)
+    assert lineage("t", [system("x")], [user("other")]) != lineage("t", [system("x")], HISTORY)
+    assert lineage("t", [system("x")], []) == salt[-16:]

@@ -175,6 +175,8 @@ def _fit_turn(
 ) -> None:
     """Rule 5: persist the group's largest results (full original text) until the rest fit."""
     sizes = {i: len(content_text(out[i].get("content"))) for i in group}
+    if sum(sizes.values()) <= settings.per_turn_max_chars:
+        return  # the common case: nothing to sort
     for index in sorted((i for i in group if i in texts), key=lambda i: (-sizes[i], i)):
         if sum(sizes.values()) <= settings.per_turn_max_chars:
             return

@@ -110,8 +110,8 @@ def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:
     if not system.static and not system.dynamic:
         return list(system.client)
     sent = [m for m in system.client if m.get("content")]
-    client = [_as_parts(m) for m in sent]
     if parts or any(isinstance(m["content"], list) or "cache_control" in m for m in sent):
+        client = [_as_parts(m) for m in sent]
         content: Any = [
             *_text_parts(system.static),
             *(part for message in client for part in message),

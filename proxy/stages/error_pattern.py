@@ -34,6 +34,9 @@ _FIRST_LINE = re.compile(_LINE_START)
 _LATER_LINE = re.compile("\n(?=\\w)" + _LINE_START)
 _JSON_FLAG = re.compile(r'"(?i:is_error)"\s*:\s*(?i:true)')
 _TAG = re.compile(r"<(?i:tool_use_error)>")
+# Both of the last two hold `_` followed by `error` in any case: one scan for that literal-led
+# pair spares the two scans of text where it never occurs (re's own case folding, so exact).
+_UNDERSCORE_ERROR = re.compile(r"_(?i:error)")
 
 
 def matches_default(text: str) -> bool:
@@ -41,8 +44,7 @@ def matches_default(text: str) -> bool:
     return bool(
         _FIRST_LINE.match(text)
         or _LATER_LINE.search(text)
-        or _JSON_FLAG.search(text)
-        or _TAG.search(text)
+        or (_UNDERSCORE_ERROR.search(text) and (_JSON_FLAG.search(text) or _TAG.search(text)))
     )
 
 

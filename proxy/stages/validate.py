@@ -22,7 +22,7 @@ removed newest first until 4 remain (all of ours when markers are not allowed).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -49,7 +49,7 @@ def validate_request(
     the client sent. Never mutates `body` or `client_messages`.
 
     `markers`: `find_cache_markers(body)` when the caller has them already (render has)."""
-    counts: Counter[str] = Counter(client_violations=0)
+    counts: defaultdict[str, int] = defaultdict(int, client_violations=0)
     messages = body.get("messages")
     if isinstance(messages, list):
         fixed = _repair_pairing(messages, client_messages, counts)
@@ -68,22 +68,24 @@ def _pairing_faults(messages: Sequence[Message]) -> _Faults:
     unanswered: list[tuple[int, Any]] = []
     open_calls: dict[Any, bool] = {}
     for index, message in enumerate(messages):
-        if message.get("role") == "tool":
+        role = message.get("role")
+        if role == "tool":
             call_id = message.get("tool_call_id")
             if open_calls.get(call_id) is False:
                 open_calls[call_id] = True
             else:
                 orphans.append(index)
             continue
-        unanswered += [(index, c) for c, done in open_calls.items() if not done]
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        open_calls = {c.get("id"): False for c in calls or () if isinstance(c, dict)}
+        if open_calls:
+            unanswered += [(index, c) for c, done in open_calls.items() if not done]
+        calls = message.get("tool_calls") if role == "assistant" else None
+        open_calls = {c.get("id"): False for c in calls if isinstance(c, dict)} if calls else {}
     unanswered += [(len(messages), c) for c, done in open_calls.items() if not done]
     return orphans, unanswered
 
 
 def _repair_pairing(
-    messages: list[Message], client: Sequence[Message], counts: Counter[str]
+    messages: list[Message], client: Sequence[Message], counts: defaultdict[str, int]
 ) -> list[Message]:
     orphans, unanswered = _pairing_faults(messages)
     if not orphans and not unanswered:
@@ -118,7 +120,7 @@ def _late_system(messages: Sequence[Message]) -> list[int]:
 
 
 def _repair_late_system(
-    messages: list[Message], client: Sequence[Message], counts: Counter[str]
+    messages: list[Message], client: Sequence[Message], counts: defaultdict[str, int]
 ) -> list[Message]:
     late = _late_system(messages)
     if not late:
@@ -133,7 +135,7 @@ def _repair_late_system(
         else:
             out[index] = {**messages[index], "role": "user"}
             counts["systems_demoted"] += 1
-    return out if counts["systems_demoted"] else messages
+    return out if counts.get("systems_demoted") else messages
 
 
 def _repair_markers(
@@ -142,7 +144,7 @@ def _repair_markers(
     client: Sequence[Message],
     *,
     allow: bool,
-    counts: Counter[str],
+    counts: defaultdict[str, int],
 ) -> JSON:
     if not paths:
         return body
