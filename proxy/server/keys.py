@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from proxy.errors import Unauthorized
 from proxy.settings import TenantSettings
 
+KNOWN_CALLERS = 1024
+
 
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
@@ -43,11 +45,23 @@ class KeyRing:
         self._keyed = {d: name for name, t in tenants.items() for d in t.keys}
         self._open = next((name for name, t in tenants.items() if not t.keys), None)
         self._admin = frozenset(admin_keys)
+        self._known: dict[str | None, Caller] = {}
 
     def identify(self, authorization: str | None) -> Caller:
         """The caller's tenant; `Unauthorized` for an unknown or missing bearer.
 
-        Looked up by the token's sha256: the time a lookup takes tells nothing about a secret."""
+        Looked up by the token's sha256: the time a lookup takes tells nothing about a secret.
+        Answers are remembered per `Authorization` value (a bounded, in-process map)."""
+        known = self._known.get(authorization)
+        if known is not None:
+            return known
+        caller = self._identify(authorization)
+        if len(self._known) >= KNOWN_CALLERS:
+            self._known.clear()
+        self._known[authorization] = caller
+        return caller
+
+    def _identify(self, authorization: str | None) -> Caller:
         token = bearer(authorization)
         if token is not None:
             hashed = digest(token)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxy.errors import Unauthorized
-from proxy.server.keys import KeyRing, bearer, digest
+from proxy.server.keys import KNOWN_CALLERS, KeyRing, bearer, digest
 from proxy.settings import TenantSettings
 
 
@@ -43,3 +43,22 @@ def test_admin_key_is_recognised() -> None:
 def test_bearer_parsing() -> None:
     assert bearer("bearer tok") == "tok"
     assert bearer("Token tok") is None
+
+
+def test_remembered_answers_stay_right_and_bounded() -> None:
+    keys = ring(open_tenant=True)
+    for _ in range(2):  # the second round is answered from memory
+        assert keys.identify("Bearer key-a").tenant == "a"
+        assert keys.identify("Bearer other").tenant == "open"
+        assert keys.identify("Bearer admin").admin
+    for index in range(KNOWN_CALLERS + 10):
+        keys.identify(f"Bearer client-{index}")
+    assert keys.identify("Bearer key-a").tenant == "a"
+    assert len(keys._known) <= KNOWN_CALLERS
+
+
+def test_a_refused_key_is_refused_every_time() -> None:
+    keys = ring()
+    for _ in range(2):
+        with pytest.raises(Unauthorized):
+            keys.identify("Bearer nope")
