@@ -16,6 +16,7 @@ from proxy.content import MarkerPath
 from proxy.pipeline import Stage, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
+from proxy.stages.error_pattern import ErrorMemo
 from proxy.stages.validate import validate_request
 from proxy.types import JSON, Draft, Message, StageReport, Turn
 
@@ -72,9 +73,10 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
         before.append(("compact", partial(compact.run, settings=tenant.compact)))
     degraded = list(before)
     if tenant.budgets.enabled:
-        before.append(("budgets", partial(budgets.run, settings=tenant.budgets)))
+        memo = ErrorMemo()  # keyed by pattern and text: both variants may share it
+        before.append(("budgets", partial(budgets.run, settings=tenant.budgets, memo=memo)))
         no_persist = replace(tenant.budgets, persist_over_chars=NEVER, per_turn_max_chars=NEVER)
-        degraded.append(("budgets", partial(budgets.run, settings=no_persist)))
+        degraded.append(("budgets", partial(budgets.run, settings=no_persist, memo=memo)))
     if tenant.prune.enabled:
         before.append(("prune", partial(prune.run, settings=tenant.prune)))
         degraded.append(before[-1])

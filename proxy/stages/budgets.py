@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from proxy.content import content_text, tool_names, with_text
-from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, is_error_output
+from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo, is_error_output
 from proxy.types import Draft, Message, StageReport, Turn
 
 PERSISTED_OPEN = "<persisted-output"
@@ -99,9 +99,10 @@ def cut_lines(text: str, *, head: int, tail: int) -> str:
     return f"{first}{sep}[{lines} lines truncated]" + (f"\n{last}" if last else "")
 
 
-def _cut_once(text: str, *, command: bool, settings: BudgetSettings) -> str:
+def _cut_once(text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None) -> str:
     keep, pattern = settings.error_head_tail_chars, settings.error_pattern
-    if len(text) > 2 * keep + _MARKER_RESERVE and is_error_output(text, pattern=pattern):
+    search = memo.is_error_output if memo is not None else is_error_output
+    if len(text) > 2 * keep + _MARKER_RESERVE and search(text, pattern=pattern):
         text = cut_lines(text, head=keep, tail=keep)
     room = max(settings.command_max_chars - _MARKER_RESERVE, 0)
     if command and len(text) > settings.command_max_chars:
@@ -111,9 +112,13 @@ def _cut_once(text: str, *, command: bool, settings: BudgetSettings) -> str:
     return text
 
 
-def cut_result_text(text: str, *, command: bool, settings: BudgetSettings) -> str:
-    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again)."""
-    while (cut := _cut_once(text, command=command, settings=settings)) != text:
+def cut_result_text(
+    text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None = None
+) -> str:
+    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again).
+
+    With a `memo`, a text searched before for the error pattern is not searched again."""
+    while (cut := _cut_once(text, command=command, settings=settings, memo=memo)) != text:
         text = cut
     return text
 
@@ -132,7 +137,7 @@ def _result_groups(messages: Sequence[Message]) -> list[list[int]]:
 
 
 def apply_budgets(
-    messages: Sequence[Message], *, settings: BudgetSettings
+    messages: Sequence[Message], *, settings: BudgetSettings, memo: ErrorMemo | None = None
 ) -> tuple[list[Message], StageReport]:
     """Apply the rules above to every tool message; the input is never mutated.
 
@@ -158,7 +163,7 @@ def apply_budgets(
                 outputs[oid] = text
             else:
                 command = names.get(str(messages[index].get("tool_call_id"))) in commands
-                new = cut_result_text(text, command=command, settings=settings)
+                new = cut_result_text(text, command=command, settings=settings, memo=memo)
             if new != text:
                 out[index] = with_text(messages[index], new)
         _fit_turn(out, group, texts, outputs, settings=settings)
@@ -197,7 +202,9 @@ def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
     return counts
 
 
-def run(draft: Draft, turn: Turn, *, settings: BudgetSettings) -> tuple[Draft, StageReport]:
+def run(
+    draft: Draft, turn: Turn, *, settings: BudgetSettings, memo: ErrorMemo | None = None
+) -> tuple[Draft, StageReport]:
     """The pipeline entry: `apply_budgets` over the draft's history. `turn` is not needed."""
-    messages, report = apply_budgets(draft.messages, settings=settings)
+    messages, report = apply_budgets(draft.messages, settings=settings, memo=memo)
     return draft.with_messages(messages), report

@@ -14,6 +14,7 @@ searched as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 DEFAULT_ERROR_PATTERN = (
     r"(?im)^(?:Traceback \(most recent call last\)|(?:\w*error|fatal|panic)(?:\[\w+\])?:"
@@ -53,3 +54,43 @@ def is_error_output(text: str, *, pattern: str) -> bool:
     if pattern == DEFAULT_ERROR_PATTERN:
         return matches_default(text)
     return re.search(pattern, text) is not None
+
+
+class ErrorMemo:
+    """`is_error_output` remembered per (pattern, text): an agent sends every earlier tool result
+    again with each request, and hashing a long text costs about a third of searching it.
+
+    Holds at most `max_chars` characters of texts, dropping the least recently used; a longer
+    text is searched every time. Not thread-safe (one event loop).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_chars: int = 4_000_000,
+        search: Callable[..., bool] = is_error_output,
+    ) -> None:
+        if max_chars < 1:
+            raise ValueError("ErrorMemo max_chars must be at least 1")
+        self._max_chars = max_chars
+        self._search = search
+        self._chars = 0
+        self._entries: dict[tuple[str, str], bool] = {}
+
+    def is_error_output(self, text: str, *, pattern: str) -> bool:
+        if len(text) > self._max_chars:
+            return self._search(text, pattern=pattern)
+        key = (pattern, text)
+        found = self._entries.pop(key, None)
+        if found is None:
+            found = self._search(text, pattern=pattern)
+            self._make_room(len(text))
+            self._chars += len(text)
+        self._entries[key] = found
+        return found
+
+    def _make_room(self, chars: int) -> None:
+        while self._entries and self._chars + chars > self._max_chars:
+            oldest = next(iter(self._entries))
+            del self._entries[oldest]
+            self._chars -= len(oldest[1])

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from proxy.stages.budgets import BudgetSettings, apply_budgets, run
+from proxy.stages.error_pattern import ErrorMemo
 from proxy.types import Message
 from tests.factories import assistant, call, draft, exchange, tool, turn, user
 
@@ -109,9 +110,13 @@ def test_budgets_leave_long_output_of_other_tools_whole() -> None:
         ("Exit code 0", False),
     ],
 )
-def test_budgets_keep_head_and_tail_of_error_output(opening: str, is_error: bool) -> None:
+@pytest.mark.parametrize("memo", [None, ErrorMemo()])
+def test_budgets_keep_head_and_tail_of_error_output(
+    opening: str, is_error: bool, memo: ErrorMemo | None
+) -> None:
     text = opening + "\n" + numbered(1_000) + "the cause, at the very end\n"
-    out, _ = budget(exchange("c1", text, name="read"))
+    for _ in range(2):  # with a memo, the second request is answered from it
+        out, _ = apply_budgets(exchange("c1", text, name="read"), settings=DEFAULTS, memo=memo)
     cut = text_of(out[1])
     if not is_error:
         assert cut == text

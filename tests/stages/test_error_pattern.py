@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, is_error_output, matches_default
+from proxy.stages.error_pattern import (
+    DEFAULT_ERROR_PATTERN,
+    ErrorMemo,
+    is_error_output,
+    matches_default,
+)
 
 ORIGINAL = re.compile(DEFAULT_ERROR_PATTERN)
 FRAGMENTS = [
@@ -54,3 +59,38 @@ def test_error_pattern_quick_search_agrees_with_the_pattern(text: str) -> None:
 def test_error_pattern_other_patterns_are_searched_as_written() -> None:
     assert is_error_output("all good\nWARN: disk", pattern=r"(?m)^WARN:")
     assert not is_error_output("error: but not this pattern", pattern=r"(?m)^WARN:")
+
+
+class CountedSearch:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, text: str, *, pattern: str) -> bool:
+        self.texts.append(text)
+        return is_error_output(text, pattern=pattern)
+
+
+def test_error_memo_answers_like_the_search_and_searches_a_text_once() -> None:
+    search = CountedSearch()
+    memo = ErrorMemo(search=search)
+    texts = ["ok\nerror: boom", "all good", "ok\nerror: boom"]
+    for text in texts * 2:
+        assert memo.is_error_output(text, pattern=DEFAULT_ERROR_PATTERN) is matches_default(text)
+    assert search.texts == ["ok\nerror: boom", "all good"]
+
+
+def test_error_memo_keeps_patterns_apart() -> None:
+    memo = ErrorMemo()
+    assert memo.is_error_output("WARN: x", pattern=r"^WARN:")
+    assert not memo.is_error_output("WARN: x", pattern=DEFAULT_ERROR_PATTERN)
+
+
+def test_error_memo_holds_at_most_max_chars_of_texts() -> None:
+    search = CountedSearch()
+    memo = ErrorMemo(max_chars=10, search=search)
+    for text in ["aaaa", "bbbb", "cccc", "aaaa", "x" * 11, "x" * 11]:
+        memo.is_error_output(text, pattern=DEFAULT_ERROR_PATTERN)
+    # "aaaa" was dropped for "cccc"; a text over the limit is never kept
+    assert search.texts == ["aaaa", "bbbb", "cccc", "aaaa", "x" * 11, "x" * 11]
+    memo.is_error_output("cccc", pattern=DEFAULT_ERROR_PATTERN)
+    assert len(search.texts) == 6
