@@ -1,8 +1,9 @@
 """Opening an upstream response, and reading it with bounded silences.
 
 Before the first byte: a refused or reset connection (or a stale pooled keep-alive one) is
-retried once on a fresh connection, then `UpstreamUnreachable`; a connect or first-byte timeout
-is `UpstreamTimeout`. After the first byte nothing is retried. Redirects are never followed.
+retried once on a fresh connection, then `UpstreamUnreachable`; a connect timeout, a stream's
+first-byte timeout or a whole call's total timeout is `UpstreamTimeout`. After the first byte
+nothing is retried. Redirects are never followed.
 """
 
 from __future__ import annotations
@@ -45,21 +46,20 @@ async def open_response(
     data: bytes | AsyncIterable[bytes] | None,
     timeouts: Timeouts,
     decompress: bool = True,
+    whole_call: bool = False,
 ) -> aiohttp.ClientResponse:
-    """Send a request and return once the response headers have arrived."""
-    timeout = _connect_timeout(timeouts.connect_s)
+    """Send a request and return once the response headers have arrived.
+
+    A stream (the default) must start within `first_byte_s`; with `whole_call` (a non-streaming
+    answer, which arrives all at once) the call, body read included, is bounded by `total_s`
+    instead, by aiohttp's own timer."""
+    timeout = _client_timeout(timeouts.connect_s, timeouts.total_s if whole_call else None)
     for attempt in (1, 2):
         try:
+            if whole_call:
+                return await _request(session, method, url, headers, data, timeout, decompress)
             async with asyncio.timeout(timeouts.first_byte_s):
-                return await session.request(
-                    method,
-                    url,
-                    headers=headers,
-                    data=data,
-                    timeout=timeout,
-                    allow_redirects=False,
-                    auto_decompress=decompress,
-                )
+                return await _request(session, method, url, headers, data, timeout, decompress)
         except (TimeoutError, aiohttp.ConnectionTimeoutError) as exc:
             raise UpstreamTimeout("upstream did not answer in time") from exc
         except RETRYABLE as exc:
@@ -68,6 +68,26 @@ async def open_response(
         except aiohttp.ClientError as exc:
             raise UpstreamUnreachable(f"upstream error: {type(exc).__name__}") from exc
     raise AssertionError("unreachable")
+
+
+async def _request(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    data: bytes | AsyncIterable[bytes] | None,
+    bounds: aiohttp.ClientTimeout,
+    decompress: bool,
+) -> aiohttp.ClientResponse:
+    return await session.request(
+        method,
+        url,
+        headers=headers,
+        data=data,
+        timeout=bounds,
+        allow_redirects=False,
+        auto_decompress=decompress,
+    )
 
 
 async def iter_body(response: aiohttp.ClientResponse, *, idle_s: float) -> AsyncIterator[bytes]:
@@ -118,15 +138,14 @@ class _IdleWatch:
 
 
 @functools.lru_cache(maxsize=16)
-def _connect_timeout(connect_s: float) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(total=None, connect=connect_s, sock_connect=connect_s)
+def _client_timeout(connect_s: float, total_s: float | None) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=total_s, connect=connect_s, sock_connect=connect_s)
 
 
-async def read_body(response: aiohttp.ClientResponse, *, timeouts: Timeouts) -> bytes:
-    """A whole body, bounded by the total timeout of a non-streaming call."""
+async def read_body(response: aiohttp.ClientResponse) -> bytes:
+    """A whole body, within the bound `open_response(whole_call=True)` set for the call."""
     try:
-        async with asyncio.timeout(timeouts.total_s):
-            return await response.read()
+        return await response.read()
     except TimeoutError as exc:
         raise UpstreamTimeout("upstream did not finish in time") from exc
     except aiohttp.ClientError as exc:

@@ -37,7 +37,13 @@ class OpenAIUpstream:
             out["Authorization"] = f"Bearer {key}"
         data = orjson.dumps(body)
         response = await open_response(
-            self._session, "POST", self._url, headers=out, data=data, timeouts=self._timeouts
+            self._session,
+            "POST",
+            self._url,
+            headers=out,
+            data=data,
+            timeouts=self._timeouts,
+            whole_call=not body.get("stream"),
         )
         relayed = client_response_headers(response.headers, decoded_body=True)
 
@@ -56,7 +62,7 @@ class OpenAIUpstream:
             stream = iter_body(response, idle_s=self._timeouts.idle_s)
             return UpstreamReply(response.status, relayed, None, stream, release, len(data))
         try:
-            answer = await read_body(response, timeouts=self._timeouts)
+            answer = await read_body(response)
         finally:
             await release()
         return UpstreamReply(response.status, relayed, answer, None, release, len(data))

@@ -175,7 +175,10 @@ async def test_silence_past_the_idle_bound_ends_the_stream_and_closes_the_upstre
 async def test_first_byte_past_its_bound_is_504_and_the_upstream_is_closed(
     make_rig: MakeRig, stream: bool
 ) -> None:
-    rig = await make_rig(first_byte_timeout_s=0.4)
+    """A stream must start within `first_byte_timeout_s`; a whole (non-streaming) call, which
+    arrives all at once, must end within `timeout_s` (DESIGN: streams have no total bound)."""
+    bounds = {"first_byte_timeout_s": 0.4, "timeout_s": 30} if stream else {"timeout_s": 0.4}
+    rig = await make_rig(**bounds)
     rig.fake.default = Reply(first_byte_delay_s=5)
     async with aiohttp.ClientSession() as http:
         started = time.monotonic()
@@ -190,6 +193,15 @@ async def test_first_byte_past_its_bound_is_504_and_the_upstream_is_closed(
             break
         await asyncio.sleep(0.02)
     assert rig.fake.cancelled and rig.fake.cancelled[0] - started < 0.4 + 1
+
+
+async def test_a_whole_call_may_take_longer_than_a_streams_first_byte(make_rig: MakeRig) -> None:
+    rig = await make_rig(first_byte_timeout_s=0.3, timeout_s=10)
+    rig.fake.default = Reply(content="slow but whole", first_byte_delay_s=0.8)
+    async with aiohttp.ClientSession() as http:
+        status, raw, _ = await post_json(http, rig.url("/v1/chat/completions"), chat())
+    assert status == 200
+    assert orjson.loads(raw)["choices"][0]["message"]["content"] == "slow but whole"
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 429, 500, 503])

@@ -32,6 +32,7 @@ api_key_env = "FAKE_UPSTREAM_KEY"
 cache_style = "{cache_style}"
 first_byte_timeout_s = {first_byte_timeout_s}
 idle_timeout_s = {idle_timeout_s}
+timeout_s = {timeout_s}
 
 [tenants.default]
 workspace = "ws"
@@ -68,6 +69,7 @@ def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: 
         "cache_style": "openai",
         "first_byte_timeout_s": 30,
         "idle_timeout_s": 30,
+        "timeout_s": 60,
         "tenant_extra": "",
         "upstream_kind": "openai",  # "anthropic": base_url is the fake's root (upstream_path "")
         "upstream_path": "/v1",
