@@ -69,5 +69,5 @@ def _collect_markers(
     else:
         items = enumerate(value)
     for key, item in items:
-        if isinstance(item, _CONTAINERS):
+        if type(item) is not str and isinstance(item, _CONTAINERS):  # strings: most leaves
             _collect_markers(item, (*path, key), found)
