@@ -9,7 +9,9 @@ and only a regular file is read. A missing, unreadable or refused file is simply
 At most `max_file_bytes` are read per file and decoded as UTF-8 with replacement. A file is re-read
 only when its (mtime_ns, size, inode) changes; `reads` counts actual opens (for tests and metrics).
 A view is built (names resolved, files checked) at most once per `recheck_s` per tenant and session
-and reused in between: a changed file is seen within `recheck_s` (1 s by default).
+and reused in between: a changed file is seen within `recheck_s` (1 s by default). A rebuilt view
+equal to the one it replaces is dropped and the old object handed out again, so a consumer may key
+on the view's identity (the bootstrap stage's assembly cache does).
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ class FileWorkspace:
         now = self._clock()
         cached = self._views.pop(key, None)
         if cached is None or not 0 <= now - cached[0] < self._recheck_s:
-            cached = (now, self._build(*key))
+            fresh = self._build(*key)
+            cached = (now, cached[1] if cached is not None and cached[1] == fresh else fresh)
         if len(self._views) >= self._max_cached:
             self._views.pop(next(iter(self._views)))
         self._views[key] = cached

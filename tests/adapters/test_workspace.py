@@ -316,3 +316,25 @@ def test_example_workspace_is_complete_and_within_the_caps() -> None:
     static, dynamic = assemble_system(v, settings=BootstrapSettings())
     assert "[truncated" not in static + dynamic
     assert static.startswith("<soul>\n") and dynamic.startswith("<user_profile>\n")
+
+
+def test_a_recheck_with_unchanged_files_returns_the_same_view_object(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    _, workspace, _ = dirs
+    user = write(workspace, "user.md", "Maya")
+    write(workspace, "sessions/s1/soul.md", "local")
+    clock = Clock()
+    ws = source(dirs, recheck_s=1.0, clock=clock)
+    first = ws.view("t", "s1")
+    clock.now += 1.0
+    bump_mtime(user)  # looked at again and re-read, but the content is the same
+    assert ws.view("t", "s1") is first
+    assert ws.reads == 3
+    user.write_text("Mayb", encoding="utf-8")
+    bump_mtime(user)
+    clock.now += 1.0
+    changed = ws.view("t", "s1")
+    assert changed is not first
+    assert changed.files == {"user": ("Mayb",)}
+    assert ws.view("t", "s1") is changed
