@@ -101,12 +101,17 @@ class ContextEngine:
         api_key: str | None,
         force_compact: bool = False,
         store_degraded: bool = False,
+        client: Draft | None = None,
     ) -> Prepared:
         """The outgoing request. With the store down, no tool output is persisted (its id would
-        404): budgets then only cut, never replace a result by a `<persisted-output>` block."""
+        404): budgets then only cut, never replace a result by a `<persisted-output>` block.
+
+        `client`: `draft_from_body(body)` when the caller has built it already (it is not
+        built twice); it must be that very draft, unchanged."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
-        client = draft_from_body(body)
+        if client is None:
+            client = draft_from_body(body)
         before = stack.before_degraded if store_degraded else stack.before
         draft, reports = run_stages(before, client, turn)
         applied = _applied(client, turn)
