@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,18 +44,17 @@ class Lifecycle:
         for task in self.streams:
             task.cancel()
 
-    @contextlib.contextmanager
-    def stream(self) -> Iterator[None]:
-        """Registers the current task as a stream for the time of the block."""
+    def stream_started(self) -> asyncio.Task[Any]:
+        """Registers the current task as a stream; call `stream_ended(task)` in a `finally`."""
         task = asyncio.current_task()
         assert task is not None
         if self.streams_stopped:
             task.cancel()
         self.streams.add(task)
-        try:
-            yield
-        finally:
-            self.streams.discard(task)
+        return task
+
+    def stream_ended(self, task: asyncio.Task[Any]) -> None:
+        self.streams.discard(task)
 
 
 SETTINGS = web.AppKey("settings", Settings)

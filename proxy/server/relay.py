@@ -64,9 +64,10 @@ async def relay_stream(
     response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
     await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
+    lifecycle = request.app[LIFECYCLE]
+    task = lifecycle.stream_started()
     try:
-        with request.app[LIFECYCLE].stream():
-            await copier.copy(reply.stream)
+        await copier.copy(reply.stream)
     except asyncio.CancelledError:
         # Shutdown past the drain timeout (or a client that left): tell a client still there.
         await _write_error(response, None, reason="the proxy is shutting down")
@@ -77,6 +78,8 @@ async def relay_stream(
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
         return response, copier.relayed(completed=False, error=type(exc).__name__)
+    finally:
+        lifecycle.stream_ended(task)
     if copier.decoder.pending:
         await _write_error(response, None)
         return response, copier.relayed(completed=False, error="cut")
