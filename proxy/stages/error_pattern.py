@@ -56,9 +56,19 @@ def is_error_output(text: str, *, pattern: str) -> bool:
     return re.search(pattern, text) is not None
 
 
+_EDGE = 64
+"""Characters from each end of a text that, with its length, key the memo (see `ErrorMemo`)."""
+
+
 class ErrorMemo:
     """`is_error_output` remembered per (pattern, text): an agent sends every earlier tool result
-    again with each request, and hashing a long text costs about a third of searching it.
+    again with each request.
+
+    A freshly decoded text has no cached `str` hash, and hashing a long text costs about a third
+    of searching it; comparing two equal texts is a memcmp, many times cheaper. So an entry is
+    keyed by the pattern, the text's length and its first and last `_EDGE` characters, and holds
+    the text, which must equal the one looked up. Texts that share such a key and differ are
+    keyed by the whole text instead: every answer is the search's own.
 
     Holds at most `max_chars` characters of texts, dropping the least recently used; a longer
     text is searched every time. Not thread-safe (one event loop).
@@ -75,22 +85,25 @@ class ErrorMemo:
         self._max_chars = max_chars
         self._search = search
         self._chars = 0
-        self._entries: dict[tuple[str, str], bool] = {}
+        self._entries: dict[tuple[str | int, ...], tuple[str, bool]] = {}
 
     def is_error_output(self, text: str, *, pattern: str) -> bool:
         if len(text) > self._max_chars:
             return self._search(text, pattern=pattern)
-        key = (pattern, text)
-        found = self._entries.pop(key, None)
-        if found is None:
-            found = self._search(text, pattern=pattern)
+        key: tuple[str | int, ...] = (pattern, len(text), text[:_EDGE], text[-_EDGE:])
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry[0] != text:  # another text with the same edges
+            self._entries[key] = entry
+            key = (pattern, text)
+            entry = self._entries.pop(key, None)
+        if entry is None:
+            entry = (text, self._search(text, pattern=pattern))
             self._make_room(len(text))
             self._chars += len(text)
-        self._entries[key] = found
-        return found
+        self._entries[key] = entry
+        return entry[1]
 
     def _make_room(self, chars: int) -> None:
         while self._entries and self._chars + chars > self._max_chars:
-            oldest = next(iter(self._entries))
-            del self._entries[oldest]
-            self._chars -= len(oldest[1])
+            text, _ = self._entries.pop(next(iter(self._entries)))
+            self._chars -= len(text)

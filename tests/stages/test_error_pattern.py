@@ -94,3 +94,26 @@ def test_error_memo_holds_at_most_max_chars_of_texts() -> None:
     assert search.texts == ["aaaa", "bbbb", "cccc", "aaaa", "x" * 11, "x" * 11]
     memo.is_error_output("cccc", pattern=DEFAULT_ERROR_PATTERN)
     assert len(search.texts) == 6
+
+
+def test_error_memo_tells_apart_texts_with_equal_length_and_edges() -> None:
+    search = CountedSearch()
+    memo = ErrorMemo(search=search)
+    edge = "x" * 100
+    clean, failed = f"{edge}\nall fine!\n{edge}", f"{edge}\nerror: no\n{edge}"
+    assert len(clean) == len(failed)
+    for _ in range(2):
+        assert not memo.is_error_output(clean, pattern=DEFAULT_ERROR_PATTERN)
+        assert memo.is_error_output(failed, pattern=DEFAULT_ERROR_PATTERN)
+    assert search.texts == [clean, failed]
+
+
+def test_error_memo_answers_an_equal_text_decoded_afresh() -> None:
+    search = CountedSearch()
+    memo = ErrorMemo(search=search)
+    text = "ok\nerror: boom\n" + "y" * 500
+    memo.is_error_output(text, pattern=DEFAULT_ERROR_PATTERN)
+    copy = "".join(list(text))
+    assert copy is not text
+    assert memo.is_error_output(copy, pattern=DEFAULT_ERROR_PATTERN)
+    assert search.texts == [text]
