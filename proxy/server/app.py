@@ -39,7 +39,7 @@ from proxy.server.appkeys import (
 from proxy.server.chat import chat_completions
 from proxy.server.events import EventEmitter
 from proxy.server.keys import KeyRing
-from proxy.server.metrics import METRICS, Metrics, count_requests, metrics_endpoint
+from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.middlewares import error_boundary
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings, UpstreamSettings
@@ -57,7 +57,7 @@ class Ports:
 
 def create_app(settings: Settings, ports: Ports | None = None) -> web.Application:
     app = web.Application(
-        middlewares=[count_requests, error_boundary],
+        middlewares=[error_boundary],
         client_max_size=settings.server.max_body_bytes,
     )
     app[SETTINGS] = settings

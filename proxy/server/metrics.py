@@ -1,7 +1,8 @@
 """Prometheus metrics: one `CollectorRegistry` per app, fed by an observer and a middleware.
 
-`Metrics.on_request` reads a `Trace` after each chat request; `count_requests` (outermost
-middleware) counts every HTTP request, also those that fail before a trace exists (401, 400, 413).
+`Metrics.on_request` reads a `Trace` after each chat request; `count_request` (called by the
+error boundary) counts every HTTP request, also those that fail before a trace exists (401, 400,
+413).
 Labels are bounded sets only: the tenant (from the config), the route *pattern*, the status, a
 stage name, a compaction outcome and reason. Never a session id, a key, a model name (client-chosen)
 or content. `GET /metrics` renders the registry in the Prometheus text format.
@@ -13,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics import MetricWrapperBase
@@ -199,25 +199,13 @@ def stage_totals(reports: tuple[StageReport, ...]) -> dict[str, int]:
 METRICS = web.AppKey("metrics", Metrics)
 
 
-@web.middleware
-async def count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Count every request by tenant, route pattern and final status (place it outermost)."""
-    status = 500
-    try:
-        response = await handler(request)
-        status = response.status
-        return response
-    except web.HTTPException as exc:
-        status = exc.status
-        raise
-    except BaseException:
-        status = 499  # the client went away (or the handler failed outside the error boundary)
-        raise
-    finally:
-        route = request.match_info.route.resource
-        pattern = route.canonical if route is not None else "unmatched"
-        metrics = request.app[METRICS]
-        metrics.labelled(metrics.requests, _tenant_of(request), pattern, str(status)).inc()
+def count_request(request: web.Request, status: int) -> None:
+    """Count one HTTP request by tenant, route pattern and final status (the error boundary
+    calls this last, so errors it rendered count with their status)."""
+    route = request.match_info.route.resource
+    pattern = route.canonical if route is not None else "unmatched"
+    metrics = request.app[METRICS]
+    metrics.labelled(metrics.requests, _tenant_of(request), pattern, str(status)).inc()
 
 
 def _tenant_of(request: web.Request) -> str:

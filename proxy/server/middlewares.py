@@ -13,6 +13,7 @@ from aiohttp.typedefs import Handler
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.appkeys import SESSION
+from proxy.server.metrics import count_request
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,18 @@ def new_request_id() -> str:
 
 @web.middleware
 async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The one middleware: a request id, errors rendered, and every request counted."""
     request_id = request[REQUEST_ID] = new_request_id()
     LOG_REQUEST_ID.set(request_id)  # every log line of this request carries it
-    response = await _answer(request, handler)
+    status = 499  # unless an answer comes back: the client went away
+    try:
+        response = await _answer(request, handler)
+        status = response.status
+    except web.HTTPException as exc:  # a redirect, passed on
+        status = exc.status
+        raise
+    finally:
+        count_request(request, status)
     response.headers.setdefault("X-Request-Id", request_id)
     session = request.get(SESSION)
     if session is not None:
