@@ -10,7 +10,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 JSON: TypeAlias = dict[str, Any]
 Message: TypeAlias = dict[str, Any]
@@ -117,13 +118,20 @@ class Draft:
         return Draft(body=self.body, system=self.system, messages=tuple(messages))
 
 
-@dataclass(frozen=True, slots=True)
-class StageReport:
-    """What one stage did, and the effects the shell writes back after the request."""
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+"""The empty default of a report's mappings: read-only, so one object serves every report."""
+
+
+class StageReport(NamedTuple):
+    """What one stage did, and the effects the shell writes back after the request.
+
+    A named tuple rather than a frozen dataclass: several are built per request and a tuple is
+    built in a third of the time. Immutable all the same; the mappings are only ever read.
+    """
 
     stage: str
-    counters: Mapping[str, int] = field(default_factory=dict)
-    decisions: Mapping[str, str] = field(default_factory=dict)
-    outputs: Mapping[str, str] = field(default_factory=dict)
+    counters: Mapping[str, int] = _NOTHING
+    decisions: Mapping[str, str] = _NOTHING
+    outputs: Mapping[str, str] = _NOTHING
     skipped: str = ""
     """Non-empty when the stage failed and was skipped (fail-open); the reason, never content."""
