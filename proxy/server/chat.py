@@ -45,14 +45,21 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
     api_key = caller.token if tenant.forward_client_key else None
     upstream = request.app[UPSTREAMS][caller.tenant]
-    prepared = await engine.prepare(body, turn=turn, api_key=api_key, store_degraded=degraded)
+    prepared = await engine.prepare(
+        body, turn=turn, api_key=api_key, store_degraded=degraded, client=client
+    )
     prepare_s = time.monotonic() - started
     reply = await _send(engine, upstream, prepared, request, api_key)
     overflow = _is_overflow(reply) and tenant.compact.enabled
     if overflow:  # compact and retry once, transparently
         await reply.release()
         prepared = await engine.prepare(
-            body, turn=turn, api_key=api_key, force_compact=True, store_degraded=degraded
+            body,
+            turn=turn,
+            api_key=api_key,
+            force_compact=True,
+            store_degraded=degraded,
+            client=client,
         )
         reply = await _send(engine, upstream, prepared, request, api_key)
     headers = ctx_headers(prepared, session, degraded=degraded)
