@@ -50,7 +50,7 @@ class FakeLLM:
         summary = is_summary_call(body)
         tokens = prompt_tokens(body)
         cached = self.cache.serve(body) if self.cache else 0
-        self.seen.append(Seen(tokens, cached, summary, problem(body["messages"])))
+        self.seen.append(Seen(tokens, cached, summary, problem(body)))
         content = SUMMARY if summary else "ok"
         return web.json_response({
             "id": "chatcmpl-replay", "object": "chat.completion", "created": 1,

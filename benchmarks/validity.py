@@ -1,39 +1,64 @@
-"""Is a chat-completions request valid for a strict upstream? Tool pairing, roles, markers."""
+"""Is a chat-completions request valid for a strict upstream? Roles, tool pairing, markers.
+
+The one checker of upstream requests: the benchmarks count invalid requests with it and the
+end-to-end tests assert there are none.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
+SYSTEM_ROLES = {"system", "developer"}
 MAX_BREAKPOINTS = 4
 
 
-def problem(messages: list[dict[str, Any]]) -> str:
-    """The first rule `messages` breaks, or "" when the request is valid."""
-    pending: set[str] = set()
+def problems(body: dict[str, Any]) -> list[str]:
+    """Every rule the body breaks; [] when it is valid."""
+    messages: Sequence[dict[str, Any]] = body.get("messages") or []
+    found = _role_problems(messages) + _pairing_problems(messages)
+    markers = count_breakpoints(body)
+    if markers > MAX_BREAKPOINTS:
+        found.append(f"{markers} cache_control breakpoints (at most {MAX_BREAKPOINTS})")
+    return found
+
+
+def problem(body: dict[str, Any]) -> str:
+    """The first rule the body breaks, or "" when it is valid."""
+    found = problems(body)
+    return found[0] if found else ""
+
+
+def _role_problems(messages: Sequence[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
     seen_other = False
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in ROLES:
-            return f"[{index}] unknown role {role!r}"
-        if role in ("system", "developer"):
-            if seen_other:
-                return f"[{index}] system message after the conversation started"
+            found.append(f"[{index}] unknown role {role!r}")
+        elif role in SYSTEM_ROLES and seen_other:
+            found.append(f"[{index}] system message after the conversation started")
+        seen_other = seen_other or role not in SYSTEM_ROLES
+    return found
+
+
+def _pairing_problems(messages: Sequence[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    open_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.get("role") in SYSTEM_ROLES:
             continue
-        seen_other = True
-        if role == "tool":
-            if message.get("tool_call_id") not in pending:
-                return f"[{index}] tool result without a preceding call"
-            pending.discard(message["tool_call_id"])
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                found.append(f"[{index}] tool result {call_id} without a preceding call")
+            open_calls.discard(call_id)
             continue
-        if pending:
-            return f"[{index}] {len(pending)} tool call(s) without a result"
-        pending = {call["id"] for call in message.get("tool_calls") or []}
-    if pending:
-        return "the last tool call(s) have no result"
-    if count_breakpoints(messages) > MAX_BREAKPOINTS:
-        return "more than 4 cache_control breakpoints"
-    return ""
+        found += [f"[{index}] call {c} without a result" for c in sorted(open_calls)]
+        open_calls = {call["id"] for call in message.get("tool_calls") or ()}
+    found += [f"call {c} without a result at the end" for c in sorted(open_calls)]
+    return found
 
 
 def count_breakpoints(value: Any) -> int:

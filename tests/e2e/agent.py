@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 from aiohttp import web
 
+from benchmarks.validity import problems
 from proxy.server.appkeys import ENGINE, LIFECYCLE
 
 Message = dict[str, Any]
-SYSTEM_ROLES = ("system", "developer")
 
 
 def tool_call(call_id: str, name: str = "bash", **arguments: Any) -> dict[str, Any]:
@@ -74,46 +74,6 @@ async def background_compactions_done(app: web.Application) -> None:
     """Wait for the async-mode summaries the compactor has in flight."""
     tasks = list(app[ENGINE]._compactor._tasks)
     await asyncio.gather(*tasks)
-
-
-def problems(body: dict[str, Any]) -> list[str]:
-    """What makes a chat-completions body invalid for an upstream; [] when it is valid."""
-    messages: list[Message] = body.get("messages") or []
-    found = _pairing_problems(messages)
-    seen_other = False
-    for index, message in enumerate(messages):
-        if message.get("role") in SYSTEM_ROLES and seen_other:
-            found.append(f"system message at {index} after the history began")
-        seen_other = seen_other or message.get("role") not in SYSTEM_ROLES
-    markers = count_cache_control(body)
-    if markers > 4:
-        found.append(f"{markers} cache_control markers")
-    return found
-
-
-def _pairing_problems(messages: Sequence[Message]) -> list[str]:
-    found: list[str] = []
-    open_calls: set[str] = set()
-    for index, message in enumerate(messages):
-        if message.get("role") == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id not in open_calls:
-                found.append(f"tool result {call_id} at {index} without its call")
-            open_calls.discard(call_id)
-            continue
-        found += [f"call {c} unanswered before {index}" for c in sorted(open_calls)]
-        open_calls = {c["id"] for c in message.get("tool_calls") or ()}
-    found += [f"call {c} unanswered at the end" for c in sorted(open_calls)]
-    return found
-
-
-def count_cache_control(value: Any) -> int:
-    if isinstance(value, dict):
-        own = 1 if "cache_control" in value else 0
-        return own + sum(count_cache_control(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(count_cache_control(v) for v in value)
-    return 0
 
 
 def assert_all_valid(bodies: Iterable[dict[str, Any]]) -> None:

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.agent import Agent, count_cache_control
+from benchmarks.validity import count_breakpoints
+from tests.e2e.agent import Agent
 from tests.e2e.conftest import MakeAnthropicProxy
 from tests.fakes.anthropic_upstream import ErrorReply, text, tool_use
 
@@ -61,7 +62,7 @@ async def test_static_prefix_stays_byte_identical_while_dynamic_files_change(
     assert len(bodies) == 100, "every request was accepted by the API's checks"
     statics = {json.dumps(b["system"][0], sort_keys=True) for b in bodies}
     assert len(statics) == 1 and "cache_control" in bodies[0]["system"][0]
-    assert all(count_cache_control(b) <= 4 for b in bodies)
+    assert all(count_breakpoints(b) <= 4 for b in bodies)
     assert "version 99" in bodies[-1]["system"][-1]["text"]
     assert "version 98" in bodies[-2]["system"][-1]["text"]
 

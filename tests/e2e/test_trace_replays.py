@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion
 
+from benchmarks.validity import problems
 from proxy.server.appkeys import ENGINE
 from proxy.stages.compact import summary_instruction
-from tests.e2e.agent import problems, settled
+from tests.e2e.agent import settled
 from tests.fakes.openai_upstream import estimate_prompt_tokens
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
