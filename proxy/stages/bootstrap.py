@@ -27,6 +27,7 @@ visible `[truncated: ...]` line. A missing or blank file adds no section and rep
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
 
@@ -123,13 +124,14 @@ def assemble_system(view: WorkspaceView, *, settings: BootstrapSettings) -> tupl
 class _Assembly:
     static: str
     dynamic: str
-    counters: dict[str, int]
+    report: StageReport
+    """Built once per assembly (its counters read-only): a cached assembly reports for free."""
 
 
 def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
     found = _collect(view, settings)
     if not found.static and not found.dynamic:
-        return _Assembly("", "", {})
+        return _Assembly("", "", StageReport(stage="bootstrap"))
     notice = [TOOL_RESULT_NOTICE] if settings.tool_result_notice else []
     static, dynamic = "\n\n".join([*found.static, *notice]), "\n\n".join(found.dynamic)
     counters = {
@@ -138,7 +140,7 @@ def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
         "sections": len(found.static) + len(found.dynamic),
         "truncations": found.cuts,
     }
-    return _Assembly(static, dynamic, counters)
+    return _Assembly(static, dynamic, StageReport("bootstrap", MappingProxyType(counters)))
 
 
 class AssemblyCache:
@@ -186,5 +188,4 @@ def run(
     if not found.static and not found.dynamic:
         return draft, StageReport(stage="bootstrap")
     system = SystemPrompt(static=found.static, client=draft.system.client, dynamic=found.dynamic)
-    report = StageReport("bootstrap", counters=dict(found.counters))
-    return Draft(body=draft.body, system=system, messages=draft.messages), report
+    return Draft(body=draft.body, system=system, messages=draft.messages), found.report

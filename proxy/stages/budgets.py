@@ -24,6 +24,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from proxy.content import content_text, tool_names, with_text
@@ -148,7 +149,9 @@ def apply_budgets(
     if not settings.enabled:
         return out, StageReport(stage="budgets")
     groups = _result_groups(messages)
-    names = tool_names(messages) if groups else {}
+    if not groups:
+        return out, _IDLE
+    names = tool_names(messages)
     commands = set(settings.command_tools)
     texts: dict[int, str] = {}
     outputs: dict[str, str] = {}
@@ -168,6 +171,13 @@ def apply_budgets(
                 out[index] = with_text(messages[index], new)
         _fit_turn(out, group, texts, outputs, settings=settings)
     return out, StageReport(stage="budgets", counters=_count(out, texts), outputs=outputs)
+
+
+_IDLE = StageReport(
+    stage="budgets",
+    counters=MappingProxyType({"persisted": 0, "truncated": 0, "chars_saved": 0}),
+)
+"""The report of a history without tool results: one read-only object serves every request."""
 
 
 def _fit_turn(
@@ -205,6 +215,9 @@ def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
 def run(
     draft: Draft, turn: Turn, *, settings: BudgetSettings, memo: ErrorMemo | None = None
 ) -> tuple[Draft, StageReport]:
-    """The pipeline entry: `apply_budgets` over the draft's history. `turn` is not needed."""
+    """The pipeline entry: `apply_budgets` over the draft's history. `turn` is not needed.
+    A history without tool results comes back as the very same draft."""
+    if settings.enabled and not any(m.get("role") == "tool" for m in draft.messages):
+        return draft, _IDLE
     messages, report = apply_budgets(draft.messages, settings=settings, memo=memo)
     return draft.with_messages(messages), report

@@ -27,6 +27,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from proxy.content import content_text, tool_names, with_text
 from proxy.types import Draft, Message, StageReport, Turn
@@ -168,20 +169,41 @@ def prune_tool_results(
     unknown. Counters: chars_pruned (replays and new cuts), pruned (new), replayed, deferred
     (held back by batching). Returns the messages as they are when `enabled` is false.
     """
-    out = list(messages)
     if not settings.enabled:
-        return out, StageReport(stage="prune")
-    texts = {
+        return list(messages), StageReport(stage="prune")
+    texts = _tool_texts(messages)
+    if not texts:
+        return list(messages), _IDLE
+    cold = _cache_cold(settings, now, last_request_at)
+    return _prune(messages, texts, settings=settings, decisions=decisions, cold=cold)
+
+
+_IDLE = StageReport(stage="prune", counters=MappingProxyType(dict.fromkeys(_COUNTERS, 0)))
+"""The report of a history without tool results: one read-only object serves every request."""
+
+
+def _tool_texts(messages: Sequence[Message]) -> dict[int, str]:
+    """Index -> text of every tool result that has a `tool_call_id` (a decision can be stored)."""
+    return {
         index: content_text(message.get("content"))
         for index, message in enumerate(messages)
         if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str)
     }
-    if not texts:
-        return out, StageReport(stage="prune", counters=dict.fromkeys(_COUNTERS, 0))
+
+
+def _prune(
+    messages: Sequence[Message],
+    texts: dict[int, str],
+    *,
+    settings: PruneSettings,
+    decisions: Mapping[str, str],
+    cold: bool,
+) -> tuple[list[Message], StageReport]:
+    """Rules 1 to 4 over the tool results `texts` (at least one)."""
+    out = list(messages)
     counts, decided = _replay(out, texts, decisions)
     found = _candidates(messages, texts, decided, settings=settings)
     savings = sum(len(texts[index]) - len(cut) for index, cut in found.items())
-    cold = _cache_cold(settings, now, last_request_at)
     if not found or savings < settings.min_savings_chars or not cold:
         counts["deferred"] = len(found)
         return out, StageReport(stage="prune", counters=counts)
@@ -197,13 +219,16 @@ def prune_tool_results(
 
 
 def run(draft: Draft, turn: Turn, *, settings: PruneSettings) -> tuple[Draft, StageReport]:
-    """The pipeline entry: decisions from the session state; `updated_at` 0 means unknown."""
+    """The pipeline entry: decisions from the session state; `updated_at` 0 means unknown.
+    A history without tool results comes back as the very same draft."""
+    if not settings.enabled:
+        return draft, StageReport(stage="prune")
+    texts = _tool_texts(draft.messages)
+    if not texts:
+        return draft, _IDLE
     last = turn.state.float_field("updated_at")
-    messages, report = prune_tool_results(
-        draft.messages,
-        settings=settings,
-        decisions=turn.state.decisions,
-        now=turn.now,
-        last_request_at=last if last > 0 else None,
+    cold = _cache_cold(settings, turn.now, last if last > 0 else None)
+    messages, report = _prune(
+        draft.messages, texts, settings=settings, decisions=turn.state.decisions, cold=cold
     )
     return draft.with_messages(messages), report

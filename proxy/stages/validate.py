@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 import orjson
@@ -58,8 +59,14 @@ def validate_request(
             body, markers = body_with_messages(body, fixed), None
     paths = find_cache_markers(body) if markers is None else markers
     body = _repair_markers(body, paths, client_messages, allow=allow_cache_control, counts=counts)
+    if len(counts) == 1 and not counts["client_violations"]:
+        return body, _CLEAN
     counters = {"repairs": sum(n for k, n in counts.items() if k != "client_violations"), **counts}
     return body, StageReport(stage="validate", counters=counters)
+
+
+_CLEAN = StageReport("validate", MappingProxyType({"repairs": 0, "client_violations": 0}))
+"""The report of a body with nothing to repair or attribute: one read-only object for all."""
 
 
 def _pairing_faults(messages: Sequence[Message]) -> _Faults:

@@ -223,3 +223,13 @@ def test_budgets_persist_a_large_look_alike_of_a_persisted_block() -> None:
 def test_budget_settings_reject_bad_values_at_construction(bad: dict[str, Any]) -> None:
     with pytest.raises((re.error, ValueError)):
         BudgetSettings(**bad)
+
+
+def test_budgets_run_hands_back_the_same_draft_without_tool_results() -> None:
+    d = draft([user("hi"), assistant("hello"), user("bye")])
+    out, report = run(d, turn(), settings=DEFAULTS)
+    _, computed = apply_budgets(d.messages, settings=DEFAULTS)
+    expected = {"persisted": 0, "truncated": 0, "chars_saved": 0}
+    assert out is d
+    assert report == computed
+    assert (report.stage, report.counters, report.outputs) == ("budgets", expected, {})

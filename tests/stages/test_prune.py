@@ -18,7 +18,7 @@ from proxy.stages import budgets as budgets_stage
 from proxy.stages import prune
 from proxy.stages.budgets import BudgetSettings, apply_budgets
 from proxy.stages.prune import PruneSettings, prune_tool_results
-from proxy.types import Message, SessionState
+from proxy.types import Message, SessionState, StageReport
 from tests.factories import assistant, call, draft, exchange, tool, turn, user
 from tests.traces import TRACE_FILES
 
@@ -427,3 +427,14 @@ def assert_prune_rules(before: list[Message], after: list[Message], rules: Prune
 def test_prune_settings_reject_negative_values() -> None:
     with pytest.raises(ValueError):
         PruneSettings(recent_keep=-1)
+
+
+def test_prune_run_hands_back_the_same_draft_without_tool_results() -> None:
+    d = draft([user("hi"), assistant("hello"), user("bye")])
+    out, report = prune.run(d, turn(), settings=DEFAULTS)
+    _, computed = prune_tool_results(
+        d.messages, settings=DEFAULTS, decisions={}, now=1.0, last_request_at=None
+    )
+    assert out is d
+    zero = {"chars_pruned": 0, "pruned": 0, "replayed": 0, "deferred": 0}
+    assert report == computed == StageReport("prune", zero)

@@ -248,3 +248,8 @@ def test_validation_repairs_what_the_proxy_broke_and_is_idempotent(
     again, second = check(result, client, allow=allow)
     assert again["messages"] == result
     assert second["repairs"] == 0
+
+
+def test_a_clean_body_reports_zero_repairs_and_zero_client_violations() -> None:
+    _, counters = check([user("hi"), assistant("hello")], [user("hi"), assistant("hello")])
+    assert counters == {"repairs": 0, "client_violations": 0}
