@@ -4,17 +4,21 @@ Both take an OpenAI-format chat-completions body (from `proxy.stages.compact`) a
 text of the answer. Clients are built explicitly (no environment reads) and never retry: a
 failed summary is the compactor's to handle (it forwards the request uncompacted). The key is
 the client's forwarded key when given, else the configured one.
+
+The SDKs (with pydantic, several thousand modules and ~90 MiB) are imported when the first
+summary is asked for, not when the proxy starts: most requests never compact.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import anthropic
-import openai
+from typing import TYPE_CHECKING, Any
 
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import JSON
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 # Like the upstream session, summarizer clients ignore HTTP(S)_PROXY: they talk to the same
 # upstream. The SDKs refuse to build a client without a key; with none configured, the client's
@@ -33,17 +37,25 @@ class OpenAISummarizer:
         api_key: str | None = None,
         timeout_s: float = 120.0,
     ) -> None:
-        self._client = client or openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or NO_KEY,
-            timeout=timeout_s,
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
-        )
+        self._client = client
+        self._base_url, self._api_key, self._timeout_s = base_url, api_key or NO_KEY, timeout_s
+
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            import openai  # on the first summary (module doc)
+
+            self._client = openai.AsyncOpenAI(
+                base_url=self._base_url,
+                api_key=self._api_key,
+                timeout=self._timeout_s,
+                max_retries=0,
+                http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
+            )
+        return self._client
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
         """The assistant text of one non-streaming completion of `body` ("" if none)."""
-        client = self._client
+        client = self.client()
         if api_key and api_key != client.api_key:
             client = client.with_options(api_key=api_key)
         extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
@@ -55,7 +67,8 @@ class OpenAISummarizer:
         return response.choices[0].message.content or ""
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
 
 
 class AnthropicSummarizer:
@@ -69,25 +82,37 @@ class AnthropicSummarizer:
         api_key: str | None = None,
         timeout_s: float = 120.0,
     ) -> None:
-        self._client = client or anthropic.AsyncAnthropic(
-            base_url=base_url,
-            api_key=api_key or NO_KEY,
-            timeout=timeout_s,
-            max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False),
-        )
+        self._client = client
+        self._base_url, self._api_key, self._timeout_s = base_url, api_key or NO_KEY, timeout_s
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            import anthropic  # on the first summary (module doc)
+
+            self._client = anthropic.AsyncAnthropic(
+                base_url=self._base_url,
+                api_key=self._api_key,
+                timeout=self._timeout_s,
+                max_retries=0,
+                http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False),
+            )
+        return self._client
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
         """The text blocks of one non-streaming Messages answer to `body`, joined ("" if none)."""
-        key = api_key or self._client.api_key or ""
+        import anthropic  # already loaded by `client()`
+
+        client = self.client()
+        key = api_key or client.api_key or ""
         # The Messages API's documented credential header (the SDK would send a bearer token).
         headers: dict[str, str | anthropic.Omit] = {
             "X-Api-Key": key,
             "Authorization": anthropic.omit,
         }
         request: dict[str, Any] = {**to_messages_request(body), "stream": False}
-        message = await self._client.messages.create(**request, extra_headers=headers)
+        message = await client.messages.create(**request, extra_headers=headers)
         return "".join(block.text for block in message.content if block.type == "text")
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -172,3 +174,21 @@ async def test_anthropic_summarizer_raises_on_a_rejected_key(
     with pytest.raises(anthropic.AuthenticationError):
         await adapter.complete(summary_body(), api_key=None)
     await adapter.close()
+
+
+def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
+    """The SDKs weigh ~90 MiB and thousands of modules; most requests never compact."""
+    script = (
+        "import sys\n"
+        "from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer\n"
+        "import proxy.cli, proxy.server.app\n"
+        "OpenAISummarizer(base_url='http://127.0.0.1:9/v1', api_key='k')\n"
+        "AnthropicSummarizer(base_url='http://127.0.0.1:9', api_key='k')\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'pydantic') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+    summarizer = OpenAISummarizer(base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert isinstance(summarizer.client(), openai.AsyncOpenAI)  # built when first needed
