@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from proxy.compactor import CompactionJob, CompactionOutcome, Compactor
 from proxy.errors import StoreUnavailable
-from proxy.history import history_salt, lineage, longest_matching
+from proxy.history import history_salt, longest_matching
 from proxy.models import context_window
 from proxy.pipeline import draft_from_body, run_stages
 from proxy.ports import StateStore, WorkspaceSource
@@ -115,7 +115,7 @@ class ContextEngine:
         before = stack.before_degraded if store_degraded else stack.before
         draft, reports = run_stages(before, client, turn)
         applied = _applied(client, turn)
-        line = lineage(turn.tenant, client.system.client, client.messages)
+        line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         covers = applied.covers if applied else 0
         last = _last_prompt_tokens(turn.state, line, covers)

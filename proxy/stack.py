@@ -9,10 +9,11 @@ then:               cache layout (render) → pre-flight validation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from proxy.content import MarkerPath
+from proxy.history import LineageMemo
 from proxy.pipeline import Stage, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
@@ -28,6 +29,8 @@ class Stack:
     after: tuple[tuple[str, Stage], ...]
     before_degraded: tuple[tuple[str, Stage], ...] = ()
     """`before` for a request served while the store is down: budgets persist nothing."""
+    lineages: LineageMemo = field(default_factory=LineageMemo, compare=False)
+    """The tenant's conversations' lineages (see `proxy.history.lineage`), remembered."""
 
     def render(self, draft: Draft, turn: Turn) -> tuple[JSON, StageReport]:
         """The outgoing body of a finished draft (cache layout)."""

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from proxy.history import history_salt, lineage, longest_matching, prefix_hash, prefix_hashes
+import copy
+
+from proxy.history import (
+    LineageMemo,
+    history_salt,
+    lineage,
+    longest_matching,
+    prefix_hash,
+    prefix_hashes,
+)
 from proxy.types import StoredCompaction
 from tests.factories import assistant, system, user
 
@@ -47,3 +56,29 @@ def test_lineage_is_the_salted_hash_of_the_first_message() -> None:
     assert lineage("t", [system("x")], HISTORY[:1]) == lineage("t", [system("x")], HISTORY)
     assert lineage("t", [system("x")], [user("other")]) != lineage("t", [system("x")], HISTORY)
     assert lineage("t", [system("x")], []) == salt[-16:]
+
+
+def test_lineage_memo_answers_like_lineage() -> None:
+    memo = LineageMemo()
+    long_system = [system("rules " * 5000)]
+    cases = [
+        ("t", [system("x")], HISTORY),
+        ("t", [system("x")], []),
+        ("u", [system("x")], HISTORY),
+        ("t", long_system, HISTORY),
+        ("t", long_system, [user("b" * 300 + "a" + "b" * 300)]),
+        ("t", long_system, [user("b" * 300 + "c" + "b" * 300)]),  # same length and edges
+        ("t", [], [user("a")]),
+    ]
+    for _ in range(2):
+        for tenant, sys, history in cases:
+            fresh = copy.deepcopy((sys, history))  # equal content, other objects
+            assert memo.lineage(tenant, *fresh) == lineage(tenant, sys, history)
+
+
+def test_lineage_memo_holds_at_most_max_bytes() -> None:
+    memo = LineageMemo(max_bytes=100)
+    for text in ("a" * 30, "b" * 30, "c" * 30, "d" * 200):
+        assert memo.lineage("t", [], [user(text)]) == lineage("t", [], [user(text)])
+    assert memo._bytes <= 100
+    assert len(memo._entries) == 1  # "c" only: "a" and "b" made room, "d" is too big to keep
