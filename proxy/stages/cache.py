@@ -110,7 +110,7 @@ def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:
     if not system.static and not system.dynamic:
         return list(system.client)
     sent = [m for m in system.client if m.get("content")]
-    if parts or any(isinstance(m["content"], list) or "cache_control" in m for m in sent):
+    if parts or _needs_parts(sent):
         client = [_as_parts(m) for m in sent]
         content: Any = [
             *_text_parts(system.static),
@@ -118,10 +118,18 @@ def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:
             *_text_parts(system.dynamic),
         ]
     else:
-        texts = [system.static, *(m["content"] for m in sent), system.dynamic]
-        content = "\n\n".join(t for t in texts if t)
+        texts = [system.static, *[m["content"] for m in sent], system.dynamic]
+        content = "\n\n".join([t for t in texts if t])
     role = system.client[0].get("role", "system") if system.client else "system"
     return [{"role": role, "content": content}]
+
+
+def _needs_parts(sent: list[Message]) -> bool:
+    """True when a client system message has content parts or a message-level marker."""
+    for message in sent:  # a loop: cheaper than any() over a generator for one or two messages
+        if isinstance(message["content"], list) or "cache_control" in message:
+            return True
+    return False
 
 
 def _text_parts(text: str) -> list[JSON]:

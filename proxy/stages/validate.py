@@ -120,10 +120,15 @@ def _repair_pairing(
 
 
 def _late_system(messages: Sequence[Message]) -> list[int]:
-    first = next((i for i, m in enumerate(messages) if m.get("role") not in SYSTEM_ROLES), None)
-    if first is None:
-        return []
-    return [i for i in range(first, len(messages)) if messages[i].get("role") in SYSTEM_ROLES]
+    """Indexes of the system/developer messages after the first message of another role."""
+    late: list[int] = []
+    started = False
+    for index, message in enumerate(messages):
+        if message.get("role") not in SYSTEM_ROLES:
+            started = True
+        elif started:
+            late.append(index)
+    return late
 
 
 def _repair_late_system(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.stages.validate import PLACEHOLDER, _pairing_faults, validate_request
+from proxy.stages.validate import PLACEHOLDER, _late_system, _pairing_faults, validate_request
 from proxy.types import JSON, Message
 from tests.factories import assistant, call, exchange, system, tool, user
 
@@ -253,3 +253,13 @@ def test_validation_repairs_what_the_proxy_broke_and_is_idempotent(
 def test_a_clean_body_reports_zero_repairs_and_zero_client_violations() -> None:
     _, counters = check([user("hi"), assistant("hello")], [user("hi"), assistant("hello")])
     assert counters == {"repairs": 0, "client_violations": 0}
+
+
+@given(st.lists(st.sampled_from(["system", "developer", "user", "assistant", "tool", None])))
+def test_late_system_lists_system_messages_after_the_first_other_role(
+    roles: list[str | None],
+) -> None:
+    messages = [{"role": r} if r else {} for r in roles]
+    first = next((i for i, r in enumerate(roles) if r not in ("system", "developer")), len(roles))
+    expected = [i for i in range(first, len(roles)) if roles[i] in ("system", "developer")]
+    assert _late_system(messages) == expected
