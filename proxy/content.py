@@ -32,10 +32,14 @@ def is_text_part(part: Any) -> bool:
 def with_text(message: Message, text: str) -> Message:
     """A copy of `message` whose content is `text`; a part's `cache_control` is carried over."""
     content = message.get("content")
-    parts = content if isinstance(content, list) else []
-    marks = [p["cache_control"] for p in parts if isinstance(p, dict) and "cache_control" in p]
     out = dict(message)
-    out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}] if marks else text
+    out["content"] = text
+    if isinstance(content, list):  # parts: the common string content skips this
+        marks = [
+            p["cache_control"] for p in content if isinstance(p, dict) and "cache_control" in p
+        ]
+        if marks:
+            out["content"] = [{"type": "text", "text": text, "cache_control": marks[-1]}]
     return out
 
 

@@ -119,6 +119,10 @@ def cut_result_text(
     """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again).
 
     With a `memo`, a text searched before for the error pattern is not searched again."""
+    if len(text) <= 2 * settings.error_head_tail_chars + _MARKER_RESERVE and (
+        not command or len(text) <= settings.command_max_chars
+    ):
+        return text  # too short for either rule: most results, spared the calls below
     while (cut := _cut_once(text, command=command, settings=settings, memo=memo)) != text:
         text = cut
     return text

@@ -81,6 +81,18 @@ def has_cache_control(message: Message) -> bool:
     )
 
 
+def _last_marked(messages: Sequence[Message]) -> int:
+    """The index of the last message `has_cache_control` holds for, or -1."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        # only a list content can hold a marked part: the others need no call
+        if "cache_control" in message or (
+            isinstance(message.get("content"), list) and has_cache_control(message)
+        ):
+            return index
+    return -1
+
+
 def _cache_cold(settings: PruneSettings, now: float, last_request_at: float | None) -> bool:
     if settings.when_cache_cold_s is None or last_request_at is None:
         return True
@@ -141,9 +153,7 @@ def _candidates(
     names = tool_names(messages) if settings.exclude_tools else {}
     tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
-    boundary = next(
-        (i for i in range(len(messages) - 1, -1, -1) if has_cache_control(messages[i])), -1
-    )
+    boundary = _last_marked(messages)
     found: dict[int, str] = {}
     for index, text in texts.items():
         if index in decided or index in recent or index <= boundary:
