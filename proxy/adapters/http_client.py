@@ -139,7 +139,10 @@ class _IdleWatch:
 
 @functools.lru_cache(maxsize=16)
 def _client_timeout(connect_s: float, total_s: float | None) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(total=total_s, connect=connect_s, sock_connect=connect_s)
+    # `sock_connect` bounds opening a new connection; `connect` would also bound taking a pooled
+    # one, at the price of a timeout context on every request (a wait for a free connection is
+    # bounded anyway: by `total_s` or by the stream's first-byte bound around the call).
+    return aiohttp.ClientTimeout(total=total_s, sock_connect=connect_s)
 
 
 async def read_body(response: aiohttp.ClientResponse) -> bytes:

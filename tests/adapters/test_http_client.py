@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -11,7 +13,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.adapters.http_client import UpstreamIdle, iter_body
+from proxy.adapters.http_client import Timeouts, UpstreamIdle, iter_body, open_response
+from proxy.errors import UpstreamTimeout
 
 CHUNKS = [b"one ", b"two ", b"three"]
 
@@ -60,3 +63,31 @@ async def test_a_silence_over_the_bound_raises_upstream_idle_in_time(server: Tes
     with pytest.raises(UpstreamIdle):
         await read_all(str(server.make_url("/?gap=3")), idle_s=0.3)
     assert time.monotonic() - started < 0.3 * 2 + 0.5  # fired at the bound, not at the next tick
+
+
+async def test_a_connection_that_cannot_open_is_an_upstream_timeout() -> None:
+    """A listener whose accept queue is full drops new SYNs: the connect bound must fire."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # fill the accept queue (never accepted)
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    await asyncio.sleep(0.1)
+    timeouts = Timeouts(connect_s=0.3, first_byte_s=30, total_s=30)
+    try:
+        async with aiohttp.ClientSession() as http:
+            for whole_call in (False, True):
+                started = time.monotonic()
+                with pytest.raises(UpstreamTimeout):
+                    await open_response(http, "POST", f"http://127.0.0.1:{port}/", headers={},
+                                        data=b"{}", timeouts=timeouts, whole_call=whole_call)
+                assert time.monotonic() - started < 0.3 * 2 + 1
+    finally:
+        for sock in (listener, *fillers):
+            sock.close()
