@@ -123,7 +123,7 @@ class ContextEngine:
         if settings.enabled and (force_compact or should_compact(last, threshold=threshold)):
             outcome = await self._compact(stack, client, draft, turn, applied, api_key)
             if outcome is not None and outcome.status == "done":
-                draft = dataclasses.replace(draft, messages=outcome.messages)
+                draft = draft._replace(messages=outcome.messages)
                 covers = outcome.compaction.covers if outcome.compaction else covers
         elif (
             settings.enabled

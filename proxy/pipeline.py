@@ -30,11 +30,7 @@ def draft_from_body(body: JSON) -> Draft:
         lead += 1
     rest = dict(body)
     del rest["messages"]
-    return Draft(
-        body=rest,
-        system=SystemPrompt(client=tuple(messages[:lead])),
-        messages=tuple(messages[lead:]),
-    )
+    return Draft(rest, SystemPrompt("", tuple(messages[:lead])), tuple(messages[lead:]))
 
 
 def run_stages(

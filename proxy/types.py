@@ -57,12 +57,12 @@ class SessionState:
             return default
 
 
-@dataclass(frozen=True, slots=True)
-class SystemPrompt:
+class SystemPrompt(NamedTuple):
     """The system content in its three parts, in the order they are sent.
 
     `static` is byte-identical across requests (identity, rules); `client` holds the client's own
-    leading system/developer messages as sent; `dynamic` is per user or per session.
+    leading system/developer messages as sent; `dynamic` is per user or per session. A named
+    tuple, like `Draft`: built on every request.
     """
 
     static: str = ""
@@ -99,12 +99,12 @@ class Turn:
     model_window: int = 128_000
 
 
-@dataclass(frozen=True, slots=True)
-class Draft:
+class Draft(NamedTuple):
     """The request being built.
 
     `body` is the client's body without `messages` (never mutated); `system` the system prompt in
-    parts; `messages` the history after the client's leading system messages.
+    parts; `messages` the history after the client's leading system messages. A named tuple
+    rather than a frozen dataclass: one or two are built per request, a tuple in half the time.
     """
 
     body: Mapping[str, Any]
@@ -115,7 +115,7 @@ class Draft:
         """This draft with `messages`; the draft itself when they are the very same objects."""
         if len(messages) == len(self.messages) and all(map(operator.is_, messages, self.messages)):
             return self
-        return Draft(body=self.body, system=self.system, messages=tuple(messages))
+        return Draft(self.body, self.system, tuple(messages))
 
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})

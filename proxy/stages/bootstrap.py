@@ -187,5 +187,5 @@ def run(
     found = cache.assembly(view, settings) if cache is not None else _assemble(view, settings)
     if not found.static and not found.dynamic:
         return draft, StageReport(stage="bootstrap")
-    system = SystemPrompt(static=found.static, client=draft.system.client, dynamic=found.dynamic)
-    return Draft(body=draft.body, system=system, messages=draft.messages), found.report
+    system = SystemPrompt(found.static, draft.system.client, found.dynamic)
+    return Draft(draft.body, system, draft.messages), found.report

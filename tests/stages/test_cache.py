@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 import pytest
@@ -27,9 +26,7 @@ ANY_LENGTH = CacheSettings(min_cacheable_tokens=0)
 
 
 def with_system(d: Draft, *, static: str = "", dynamic: str = "") -> Draft:
-    return dataclasses.replace(
-        d, system=dataclasses.replace(d.system, static=static, dynamic=dynamic)
-    )
+    return d._replace(system=d.system._replace(static=static, dynamic=dynamic))
 
 
 def user_parts(parts: list[dict[str, Any]]) -> Message:
