@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from proxy.compactor import CompactionJob, CompactionOutcome, Compactor
 from proxy.errors import StoreUnavailable
-from proxy.history import history_salt, longest_matching
 from proxy.models import context_window
 from proxy.pipeline import draft_from_body, run_stages
 from proxy.ports import StateStore, WorkspaceSource
@@ -114,7 +113,7 @@ class ContextEngine:
             client = draft_from_body(body)
         before = stack.before_degraded if store_degraded else stack.before
         draft, reports = run_stages(before, client, turn)
-        applied = _applied(client, turn)
+        applied = _applied(stack, client, turn)
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         covers = applied.covers if applied else 0
@@ -248,11 +247,12 @@ def count(reports: tuple[StageReport, ...], name: str) -> int:
     return sum(r.counters.get(name, 0) for r in reports)
 
 
-def _applied(client: Draft, turn: Turn) -> StoredCompaction | None:
+def _applied(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None:
     if not turn.state.compactions:
         return None
-    salt = history_salt(turn.tenant, client.system.client)
-    return longest_matching(client.messages, turn.state.compactions, salt=salt)
+    return stack.matches.applied(
+        turn.tenant, client.system.client, client.messages, turn.state.compactions
+    )
 
 
 def _last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from proxy.content import MarkerPath
-from proxy.history import LineageMemo
+from proxy.history_memo import LineageMemo, MatchMemo
 from proxy.pipeline import Stage, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
@@ -31,6 +31,8 @@ class Stack:
     """`before` for a request served while the store is down: budgets persist nothing."""
     lineages: LineageMemo = field(default_factory=LineageMemo, compare=False)
     """The tenant's conversations' lineages (see `proxy.history.lineage`), remembered."""
+    matches: MatchMemo = field(default_factory=MatchMemo, compare=False)
+    """Which stored compaction a history starts with, remembered; shared with the compact stage."""
 
     def render(self, draft: Draft, turn: Turn) -> tuple[JSON, StageReport]:
         """The outgoing body of a finished draft (cache layout)."""
@@ -72,8 +74,9 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
     if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
         tenant = replace(tenant, cache=replace(tenant.cache, send_prompt_cache_key=True))
     before: list[tuple[str, Stage]] = []
+    matches = MatchMemo()
     if tenant.compact.enabled:
-        before.append(("compact", partial(compact.run, settings=tenant.compact)))
+        before.append(("compact", partial(compact.run, settings=tenant.compact, memo=matches)))
     degraded = list(before)
     if tenant.budgets.enabled:
         memo = ErrorMemo()  # keyed by pattern and text: both variants may share it
@@ -89,7 +92,9 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
         after.append(
             ("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap, cache=assembly))
         )
-    return Stack(tenant, tuple(before), tuple(after), before_degraded=tuple(degraded))
+    return Stack(
+        tenant, tuple(before), tuple(after), before_degraded=tuple(degraded), matches=matches
+    )
 
 
 def validate(

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
+import pytest
+
+from proxy import history_memo
 from proxy.history import (
-    LineageMemo,
     history_salt,
     lineage,
     longest_matching,
     prefix_hash,
     prefix_hashes,
 )
+from proxy.history_memo import LineageMemo, MatchMemo
 from proxy.types import StoredCompaction
 from tests.factories import assistant, system, user
 
@@ -80,5 +84,59 @@ def test_lineage_memo_holds_at_most_max_bytes() -> None:
     memo = LineageMemo(max_bytes=100)
     for text in ("a" * 30, "b" * 30, "c" * 30, "d" * 200):
         assert memo.lineage("t", [], [user(text)]) == lineage("t", [], [user(text)])
-    assert memo._bytes <= 100
+    assert memo._entries.size <= 100
     assert len(memo._entries) == 1  # "c" only: "a" and "b" made room, "d" is too big to keep
+
+
+def test_match_memo_answers_like_longest_matching() -> None:
+    memo = MatchMemo()
+    sys = [system("x" * 500)]
+    salt = history_salt("t", sys)
+    history = [*HISTORY, user("e" * 300)]
+    edited = [user("A"), *history[1:]]
+    compactions = [stored(1, history, salt), stored(3, history, salt), stored(4, history, salt)]
+    cases = [
+        ("t", sys, history, compactions),
+        ("t", sys, history[:3], compactions),  # the longest that fits
+        ("t", sys, edited, compactions),  # an edited history matches nothing
+        ("u", sys, history, compactions),  # another tenant's salt
+        ("t", [system("y")], history, compactions),  # another system prompt
+        ("t", sys, history, compactions[:1]),
+        ("t", sys, history, []),
+    ]
+    for _ in range(2):
+        for tenant, client_system, messages, stored_ones in cases:
+            fresh = copy.deepcopy((client_system, messages))  # equal content, other objects
+            expected = longest_matching(
+                messages, stored_ones, salt=history_salt(tenant, client_system)
+            )
+            assert memo.applied(tenant, *fresh, stored_ones) == expected
+    assert memo.applied("t", sys, history, compactions) == compactions[2]
+
+
+def test_match_memo_holds_at_most_max_bytes() -> None:
+    memo = MatchMemo(max_bytes=200)
+    for text in ("a" * 60, "b" * 60, "c" * 60, "d" * 300):
+        history = [user(text), assistant("ok")]
+        compaction = stored(2, history, history_salt("t", []))
+        assert memo.applied("t", [], history, [compaction]) == compaction
+        assert memo._entries.size <= 200
+    assert len(memo._entries) == 1  # "c" only: "d" is too big to keep
+
+
+def test_match_memo_hashes_a_history_seen_before_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real = history_memo.chained
+
+    def counted(salt: str, digests: Any) -> list[str]:
+        calls.append(salt)
+        return real(salt, digests)
+
+    monkeypatch.setattr(history_memo, "chained", counted)
+    memo = MatchMemo()
+    compaction = stored(3, HISTORY, history_salt("t", []))
+    for _ in range(3):
+        assert memo.applied("t", [], copy.deepcopy(HISTORY), [compaction]) == compaction
+    assert len(calls) == 1

@@ -14,7 +14,8 @@ from typing import Literal
 
 import orjson
 
-from proxy.history import history_salt, longest_matching, prefix_hash
+from proxy.history import prefix_hash
+from proxy.history_memo import MatchMemo
 from proxy.types import JSON, Draft, Message, StageReport, StoredCompaction, Turn
 
 SUMMARY_PREFIX = "[Conversation summary]\n"
@@ -273,21 +274,24 @@ def make_compaction(
 
 
 def applied_compaction(
-    draft: Draft, turn: Turn, *, settings: CompactSettings
+    draft: Draft, turn: Turn, *, settings: CompactSettings, memo: MatchMemo | None = None
 ) -> StoredCompaction | None:
     """The stored compaction that `run` applies to `draft` (what `proxy.compactor` calls
-    `applied`), or None when disabled or when none matches (an edited history never matches)."""
+    `applied`), or None when disabled or when none matches (an edited history never matches).
+    A `memo` spares hashing again a history seen before."""
     if not settings.enabled or not turn.state.compactions:
         return None
-    salt = history_salt(turn.tenant, draft.system.client)
-    return longest_matching(draft.messages, turn.state.compactions, salt=salt)
+    memo = memo if memo is not None else MatchMemo(max_bytes=1)  # one that keeps nothing
+    return memo.applied(turn.tenant, draft.system.client, draft.messages, turn.state.compactions)
 
 
-def run(draft: Draft, turn: Turn, *, settings: CompactSettings) -> tuple[Draft, StageReport]:
+def run(
+    draft: Draft, turn: Turn, *, settings: CompactSettings, memo: MatchMemo | None = None
+) -> tuple[Draft, StageReport]:
     """Apply stored compaction: replace the longest stored prefix of the client's history by its
     summary (see `applied_compaction`); otherwise the draft is returned unchanged."""
     before = len(draft.messages)
-    found = applied_compaction(draft, turn, settings=settings)
+    found = applied_compaction(draft, turn, settings=settings, memo=memo)
     if found is not None:
         messages = (*found.replacement, *draft.messages[found.covers :])
         draft = Draft(body=draft.body, system=draft.system, messages=messages)
