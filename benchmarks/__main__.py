@@ -15,11 +15,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cache_share, memory, overhead, redis_trips, report, savings, scaling
+from benchmarks import (
+    cache_share,
+    instructions,
+    memory,
+    overhead,
+    redis_trips,
+    report,
+    savings,
+    scaling,
+)
 from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory")
+SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions")
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -34,6 +43,8 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return asyncio.run(savings.run(tmp, quick=quick))
     if name == "cache":
         return asyncio.run(cache_share.run(tmp, quick=quick))
+    if name == "instructions":
+        return instructions.run(tmp, quick=quick)
     return memory.run(tmp, quick=quick)
 
 

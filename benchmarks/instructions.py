@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -82,6 +84,21 @@ def measure(name: str, size: str, stream: bool, requests: int) -> float:
         finally:
             stop(proc)
     return counted(out) / requests
+
+
+def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
+    """The benchmark section: ctxproxy and the pass-through, small and agentic bodies."""
+    if shutil.which("valgrind") is None:
+        return {"skipped": "valgrind is not installed"}
+    requests = 40 if quick else 100
+    rows = []
+    for size in ("small", "agentic"):
+        base = measure("passthrough", size, False, requests)
+        mine = measure("ctxproxy", size, False, requests)
+        rows += [{"size": size, "target": "aiohttp pass-through", "instructions": base},
+                 {"size": size, "target": "ctxproxy", "instructions": mine,
+                  "ratio": mine / base}]
+    return {"requests": requests, "rows": rows}
 
 
 def main() -> None:

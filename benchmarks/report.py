@@ -8,6 +8,7 @@ from typing import Any
 from benchmarks.report_tables import (
     cache_table,
     headline,
+    instructions_table,
     memory_table,
     overhead_table,
     savings_table,
@@ -26,7 +27,8 @@ def markdown(results: dict[str, Any]) -> str:
     sections = [("Targets", headline), ("1. Proxy overhead", overhead_table),
                 ("2. Pipeline cost at scale", scaling_table),
                 ("3. Tokens saved on real sessions", savings_table),
-                ("4. Cache share", cache_table), ("5. Memory", memory_table)]
+                ("4. Cache share", cache_table), ("5. Memory", memory_table),
+                ("6. Instructions per request", instructions_table)]
     for title, render in sections:
         try:
             parts.append(f"## {title}\n\n{render(results)}\n")

@@ -94,8 +94,34 @@ def overhead_table(results: dict[str, Any]) -> str:
              r["rps"], r["p50_ms"], r["p99_ms"],
              r["ttfb_p50_ms"] if r["stream"] else "", r["cpu_us"] if r["target"] != "direct"
              else "", r["errors"]] for r in data["rows"]]
-    return head + table(["size", "mode", "c", "target", "req/s", "p50 ms", "p99 ms",
-                         "TTFB p50 ms", "proxy CPU µs/req", "errors"], rows)
+    return head + _cpu_ratio_table(data["rows"]) + "\n\n" + table(
+        ["size", "mode", "c", "target", "req/s", "p50 ms", "p99 ms", "TTFB p50 ms",
+         "proxy CPU µs/req", "errors"], rows)
+
+
+def _cpu_ratio_table(rows: list[dict[str, Any]]) -> str:
+    """ctxproxy's CPU per request over the pass-through's, cell by cell."""
+    levels = sorted({r["concurrency"] for r in rows})
+    body = []
+    for size in dict.fromkeys(r["size"] for r in rows):
+        for stream in (False, True):
+            found = [ratios(rows, "cpu_us", "ctxproxy", "aiohttp pass-through", size=size,
+                            stream=stream, concurrency=c) for c in levels]
+            body.append([size, "stream" if stream else "json",
+                         *[f"{r[0]:.2f}×" if r else "" for r in found]])
+    return ("CPU per request, ctxproxy ÷ aiohttp pass-through:\n\n"
+            + table(["size", "mode", *[f"c={c}" for c in levels]], body))
+
+
+def instructions_table(results: dict[str, Any]) -> str:
+    rows = results["instructions"]["rows"]
+    body = [[r["size"], r["target"], f"{r['instructions'] / 1e3:,.0f} k",
+             f"{r['ratio']:.2f}×" if r.get("ratio") else ""] for r in rows]
+    return ("User-space instructions per request under callgrind (`benchmarks/instructions.py`, "
+            f"{results['instructions']['requests']} requests one at a time, JSON answers): steady "
+            "whatever the machine's load, but without kernel work, so the ratio overstates the "
+            "CPU-time ratio.\n\n"
+            + table(["size", "target", "instructions/request", "÷ pass-through"], body))
 
 
 def scaling_table(results: dict[str, Any]) -> str:
