@@ -8,10 +8,11 @@ from typing import Any, TypeAlias
 
 import orjson
 
-from proxy.types import Message
+from proxy.types import JSON, Message
 
 MarkerPath: TypeAlias = tuple[str | int, ...]
 _CONTAINERS = (dict, list)
+_MARKER_KEY = b'"cache_control"'
 
 
 def content_text(content: Any) -> str:
@@ -59,6 +60,34 @@ def find_cache_markers(value: Any, path: MarkerPath = ()) -> list[MarkerPath]:
     if isinstance(value, _CONTAINERS):
         _collect_markers(value, path, found)
     return found
+
+
+def find_body_markers(body: JSON) -> list[MarkerPath]:
+    """`find_cache_markers(body)` for a request body, quicker on tool definitions.
+
+    A top-level value other than `messages` (tools with their JSON schemas, a response format:
+    many small containers, few characters) is walked only when its JSON holds a
+    `"cache_control"` key at all; serializing it costs a tenth of walking it. The messages (long
+    texts, few containers) are always walked. Same paths, same order.
+    """
+    found: list[MarkerPath] = []
+    if body.get("cache_control") is not None:
+        found.append(())
+    for key, value in body.items():
+        if not isinstance(value, _CONTAINERS):
+            continue
+        if key == "messages" or _may_hold_marker(value):
+            _collect_markers(value, (key,), found)
+    return found
+
+
+def _may_hold_marker(value: Any) -> bool:
+    """False only when no dict inside `value` has a `cache_control` key: its JSON would show it
+    (the key needs no escaping). True when `value` is not plain JSON (walked as before)."""
+    try:
+        return _MARKER_KEY in orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: non-string keys, too deep, other types
+        return True
 
 
 def _collect_markers(

@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 
-from proxy.content import MarkerPath, find_cache_markers
+from proxy.content import MarkerPath, find_body_markers
 from proxy.pipeline import body_with_messages
 from proxy.types import JSON, Draft, Message, StageReport, SystemPrompt, Turn
 
@@ -96,7 +96,7 @@ def render_with_markers(
         body, added = _place_breakpoints(body, draft.system, len(system), turn, settings)
     elif turn.cache_style == "openai" and settings.send_prompt_cache_key:
         body.setdefault("prompt_cache_key", f"ctxproxy-{turn.tenant}")
-    markers = find_cache_markers(body)
+    markers = find_body_markers(body)
     counters = {
         "breakpoints": len(markers),
         "breakpoints_added": added,
@@ -151,7 +151,7 @@ def _place_breakpoints(
     body: JSON, system: SystemPrompt, n_system: int, turn: Turn, settings: CacheSettings
 ) -> tuple[JSON, int]:
     messages: list[Message] = body["messages"]
-    client_marks = [(_order(p), _ttl_of(_at(body, p))) for p in find_cache_markers(body)]
+    client_marks = [(_order(p), _ttl_of(_at(body, p))) for p in find_body_markers(body)]
     floor = min_cacheable_tokens(turn.model, settings=settings) * CHARS_PER_TOKEN
     accepted: list[tuple[tuple[int, ...], Ttl, _Candidate]] = []
     for candidate in _candidates(body, system, n_system):

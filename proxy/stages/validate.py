@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
-from proxy.content import MarkerPath, find_cache_markers
+from proxy.content import MarkerPath, find_body_markers, find_cache_markers
 from proxy.pipeline import SYSTEM_ROLES, body_with_messages
 from proxy.types import JSON, Message, StageReport
 
@@ -49,7 +49,7 @@ def validate_request(
     """The body with the proxy's own violations repaired; does nothing to a valid body or to what
     the client sent. Never mutates `body` or `client_messages`.
 
-    `markers`: `find_cache_markers(body)` when the caller has them already (render has)."""
+    `markers`: `find_body_markers(body)` when the caller has them already (render has)."""
     counts: defaultdict[str, int] = defaultdict(int, client_violations=0)
     messages = body.get("messages")
     if isinstance(messages, list):
@@ -57,7 +57,7 @@ def validate_request(
         fixed = _repair_late_system(fixed, client_messages, counts)
         if fixed is not messages:
             body, markers = body_with_messages(body, fixed), None
-    paths = find_cache_markers(body) if markers is None else markers
+    paths = find_body_markers(body) if markers is None else markers
     body = _repair_markers(body, paths, client_messages, allow=allow_cache_control, counts=counts)
     if len(counts) == 1 and not counts["client_violations"]:
         return body, _CLEAN

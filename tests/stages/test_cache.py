@@ -9,13 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.stages.cache import (
-    CacheSettings,
-    Ttl,
-    find_cache_markers,
-    min_cacheable_tokens,
-    render_request,
-)
+from proxy.content import find_body_markers, find_cache_markers
+from proxy.stages.cache import CacheSettings, Ttl, min_cacheable_tokens, render_request
 from proxy.types import Draft, Message
 from tests.factories import assistant, call, draft, system, tool, turn, user
 
@@ -321,3 +316,27 @@ def test_rendering_bounds_markers_keeps_the_clients_and_mutates_nothing(
     if client_order == sorted(client_order, key=lambda t: t != "1h"):
         assert order == sorted(order, key=lambda t: t != "1h")
     assert render(d, style, cfg)[0] == body
+
+
+_JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5))
+_MARKER = st.sampled_from([None, {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}])
+_KEYS = st.sampled_from(["cache_control", "type", "text", "name", "x"])
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES | _MARKER,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+_TOP_KEYS = st.sampled_from(["messages", "tools", "cache_control", "meta"])
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_TOP_KEYS, _JSON_VALUES))
+def test_body_markers_are_the_walks_markers(body: dict[str, Any]) -> None:
+    assert find_body_markers(body) == find_cache_markers(body)
+
+
+def test_body_markers_walk_what_is_not_plain_json() -> None:
+    body = {"tools": [{1: "a", "cache_control": EPHEMERAL}], "extra": ({"cache_control": HOUR},)}
+    assert find_body_markers(body) == find_cache_markers(body) == [("tools", 0)]
