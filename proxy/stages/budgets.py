@@ -155,7 +155,7 @@ def apply_budgets(
     groups = _result_groups(messages)
     if not groups:
         return out, _IDLE
-    names = tool_names(messages)
+    names: dict[str, str] = {}  # filled on first need: few results are long enough for rule 4
     commands = set(settings.command_tools)
     texts: dict[int, str] = {}
     outputs: dict[str, str] = {}
@@ -169,12 +169,22 @@ def apply_budgets(
                 oid, new = persisted_block(text, preview_bytes=settings.preview_bytes)
                 outputs[oid] = text
             else:
-                command = names.get(str(messages[index].get("tool_call_id"))) in commands
+                command = (
+                    len(text) > settings.command_max_chars
+                    and _called(messages, index, names) in commands
+                )
                 new = cut_result_text(text, command=command, settings=settings, memo=memo)
             if new != text:
                 out[index] = with_text(messages[index], new)
         _fit_turn(out, group, texts, outputs, settings=settings)
     return out, StageReport(stage="budgets", counters=_count(out, texts), outputs=outputs)
+
+
+def _called(messages: Sequence[Message], index: int, names: dict[str, str]) -> str | None:
+    """The tool name the result at `index` answers; `names` is filled from `messages` first."""
+    if not names:
+        names.update(tool_names(messages))
+    return names.get(str(messages[index].get("tool_call_id")))
 
 
 _IDLE = StageReport(

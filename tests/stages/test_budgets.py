@@ -247,3 +247,16 @@ def test_cut_result_text_leaves_text_too_short_for_either_rule_as_the_same_objec
     )
     assert (cut is text) is short
     assert cut == cut_result_text(cut, command=command, settings=DEFAULTS)
+
+
+def test_budgets_name_a_long_result_by_its_call_whatever_came_before() -> None:
+    messages = [
+        *exchange("c0", "short", name="bash"),
+        *exchange("c1", numbered(2_000), name="read_file"),
+        *exchange("c2", numbered(2_000), name="bash"),
+    ]
+    out, report = budget(messages)
+    assert out[:4] == messages[:4]
+    assert out[3] is messages[3]
+    assert len(out[5]["content"]) <= 30_000
+    assert report.counters["truncated"] == 1
