@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from aiohttp import web
 
 from proxy.engine import ContextEngine, Prepared, count
+from proxy.errors import CtxProxyError
 from proxy.identity import session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import Upstream, UpstreamReply
@@ -20,9 +22,10 @@ from proxy.server.appkeys import (
     caller_of,
 )
 from proxy.server.body import read_chat_body, with_usage_requested
+from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
 from proxy.server.observe import Observer, Trace, notify
 from proxy.server.relay import Relayed, relay_body, relay_stream
-from proxy.types import JSON
+from proxy.types import JSON, Draft, Turn
 
 OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
 
@@ -31,7 +34,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
     caller = caller_of(request)
     body = await read_chat_body(request)
-    tenant = request.app[SETTINGS].tenants[caller.tenant]
     engine = request.app[ENGINE]
     client = draft_from_body(body)
     session = session_id(
@@ -43,27 +45,36 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     )
     request[SESSION] = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
-    api_key = caller.token if tenant.forward_client_key else None
-    upstream = request.app[UPSTREAMS][caller.tenant]
-    prepared = await engine.prepare(
-        body, turn=turn, api_key=api_key, store_degraded=degraded, client=client
+    tenant = request.app[SETTINGS].tenants[caller.tenant]
+    exchange = _Exchange(
+        request,
+        engine,
+        request.app[UPSTREAMS][caller.tenant],
+        body=body,
+        client=client,
+        turn=turn,
+        api_key=caller.token if tenant.forward_client_key else None,
+        degraded=degraded,
+        keepalive=KeepAlive(request, {"X-Ctx-Session": session}) if body.get("stream") else None,
     )
-    prepare_s = time.monotonic() - started
-    reply = await _send(engine, upstream, prepared, request, api_key)
-    overflow = _is_overflow(reply) and tenant.compact.enabled
-    if overflow:  # compact and retry once, transparently
-        await reply.release()
-        prepared = await engine.prepare(
-            body,
-            turn=turn,
-            api_key=api_key,
-            force_compact=True,
-            store_degraded=degraded,
-            client=client,
-        )
-        reply = await _send(engine, upstream, prepared, request, api_key)
+    try:
+        prepared = await exchange.prepare()
+        prepare_s = time.monotonic() - started
+        reply = await exchange.send(prepared)
+        overflow = _is_overflow(reply) and tenant.compact.enabled
+        if overflow:  # compact and retry once, transparently
+            await reply.release()
+            prepared = await exchange.prepare(force_compact=True)
+            reply = await exchange.send(prepared)
+    except CtxProxyError as exc:
+        if exchange.early is None:
+            raise
+        await end_in_band(exchange.early, exc.to_body())  # the client already has a 200
+        return exchange.early
     headers = ctx_headers(prepared, session, degraded=degraded)
-    response, relayed = await _relay(request, reply, headers, drop=_added_usage(body), t0=started)
+    response, relayed = await _relay(
+        request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
+    )
     trace = Trace(
         tenant=caller.tenant,
         session=session,
@@ -83,30 +94,68 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
+@dataclass(slots=True)
+class _Exchange:
+    """One request's way to the upstream: the pipeline (kept alive for a slow stream), then the
+    call. `early` is the response the keep-alive started, if it did."""
+
+    request: web.Request
+    engine: ContextEngine
+    upstream: Upstream
+    body: JSON
+    client: Draft
+    turn: Turn
+    api_key: str | None
+    degraded: bool
+    keepalive: KeepAlive | None
+    early: web.StreamResponse | None = None
+
+    async def prepare(self, *, force_compact: bool = False) -> Prepared:
+        work = self.engine.prepare(
+            self.body,
+            turn=self.turn,
+            api_key=self.api_key,
+            force_compact=force_compact,
+            store_degraded=self.degraded,
+            client=self.client,
+        )
+        if self.keepalive is None:
+            return await work
+        self.keepalive.start()
+        try:
+            return await work
+        finally:
+            self.early = await self.keepalive.stop()
+
+    async def send(self, prepared: Prepared) -> UpstreamReply:
+        await self.engine.persist_outputs(prepared)
+        outgoing, _ = with_usage_requested(prepared.body)
+        return await self.upstream.send_chat(
+            outgoing, headers=self.request.headers, api_key=self.api_key
+        )
+
+
 async def _relay(
-    request: web.Request, reply: UpstreamReply, headers: dict[str, str], *, drop: bool, t0: float
+    request: web.Request,
+    reply: UpstreamReply,
+    headers: dict[str, str],
+    *,
+    drop: bool,
+    t0: float,
+    early: web.StreamResponse | None,
 ) -> tuple[web.StreamResponse, Relayed]:
     """Relay the answer (stream or body), then release the upstream whatever happened."""
     try:
         if reply.stream is not None:
             return await relay_stream(
-                request, reply, headers=headers, drop_usage_chunk=drop, started=t0
+                request, reply, headers=headers, drop_usage_chunk=drop, started=t0, response=early
             )
+        if early is not None:  # a stream was started: the upstream's error goes in band
+            await end_in_band(early, upstream_error(reply.status, reply.body))
+            return early, Relayed(usage=None, completed=False, error="upstream_error")
         return await relay_body(request, reply, headers=headers)
     finally:
         await reply.release()
-
-
-async def _send(
-    engine: ContextEngine,
-    upstream: Upstream,
-    prepared: Prepared,
-    request: web.Request,
-    api_key: str | None,
-) -> UpstreamReply:
-    await engine.persist_outputs(prepared)
-    outgoing, _ = with_usage_requested(prepared.body)
-    return await upstream.send_chat(outgoing, headers=request.headers, api_key=api_key)
 
 
 def _added_usage(body: JSON) -> bool:

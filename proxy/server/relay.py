@@ -58,11 +58,15 @@ async def relay_stream(
     headers: Mapping[str, str],
     drop_usage_chunk: bool,
     started: float,
+    response: web.StreamResponse | None = None,
 ) -> tuple[web.StreamResponse, Relayed]:
-    """Copy an SSE stream to the client; the caller releases the upstream afterwards."""
+    """Copy an SSE stream to the client; the caller releases the upstream afterwards.
+
+    Into `response` when the keep-alive already started one (its headers are sent)."""
     assert reply.stream is not None
-    response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
-    await response.prepare(request)
+    if response is None:
+        response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
+        await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
     lifecycle = request.app[LIFECYCLE]
     task = lifecycle.stream_started()

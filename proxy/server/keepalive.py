@@ -1,0 +1,92 @@
+"""Keeping a streaming client's connection alive while the proxy is slow to start the answer.
+
+A synchronous compaction can take as long as a summarizer call. For a stream, if the pipeline has
+not finished `AFTER_S` after it began, the proxy commits to `200 text/event-stream`, sends SSE
+comment lines (which every SSE client ignores) every `EVERY_S` seconds, and relays the upstream's
+stream into that same response once it comes. From then on an upstream error can only be told in
+band, as a `data: {"error": ...}` event, and only the headers known at the start are sent
+(`X-Ctx-Session`, `X-Request-Id`): the other `X-Ctx-*` headers describe what had not happened yet.
+
+The fast path costs one timer: nothing is written unless the pipeline is slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from proxy.errors import error_body
+
+AFTER_S = 2.0
+EVERY_S = 10.0
+COMMENT = b": ctxproxy is preparing the context\n\n"
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+class KeepAlive:
+    """Starts the early response on a timer; `stop()` hands it back (None if it never started)."""
+
+    def __init__(self, request: web.Request, headers: Mapping[str, str]) -> None:
+        self._request = request
+        self._headers = {**SSE_HEADERS, **headers}
+        self._loop = asyncio.get_running_loop()
+        self.response: web.StreamResponse | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        """Arms the timer (again, for a second slow step such as an overflow retry)."""
+        if self.response is not None:
+            self._ticker = asyncio.ensure_future(self._tick(first_after=EVERY_S))
+        else:
+            self._timer = self._loop.call_later(AFTER_S, self._begin)
+
+    def _begin(self) -> None:
+        self._ticker = asyncio.ensure_future(self._tick(first_after=0.0))
+
+    async def _tick(self, *, first_after: float) -> None:
+        await asyncio.sleep(first_after)
+        if self.response is None:
+            response = web.StreamResponse(status=200, headers=self._headers)
+            await response.prepare(self._request)
+            self.response = response
+        while True:
+            await self.response.write(COMMENT)
+            await asyncio.sleep(EVERY_S)
+
+    async def stop(self) -> web.StreamResponse | None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.cancel()
+            await asyncio.wait({ticker})  # a cancellation of our own still reaches us
+            if not ticker.cancelled():
+                ticker.exception()  # a client gone: the relay's next write finds out
+        return self.response
+
+
+async def end_in_band(response: web.StreamResponse, body: Mapping[str, object]) -> None:
+    """One `data:` error event, then the end of the stream (silent if the client is gone)."""
+    with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
+        async with asyncio.timeout(1.0):
+            await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
+            await response.write_eof()
+
+
+def upstream_error(status: int, raw: bytes | None) -> dict[str, object]:
+    """The upstream's own OpenAI-shaped error if it sent one, else a generic one naming the
+    status (the client already has a 200)."""
+    try:
+        found = orjson.loads(raw or b"")
+    except orjson.JSONDecodeError:
+        found = None
+    if isinstance(found, dict) and isinstance(found.get("error"), dict):
+        return found
+    return error_body(f"The upstream answered {status}.", "upstream_error", code=str(status))
