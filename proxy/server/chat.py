@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -11,7 +10,7 @@ from proxy.engine import ContextEngine, Prepared, count
 from proxy.errors import CtxProxyError
 from proxy.identity import session_id
 from proxy.pipeline import draft_from_body
-from proxy.ports import Upstream, UpstreamReply
+from proxy.ports import UpstreamReply
 from proxy.server.appkeys import (
     ENGINE,
     LIFECYCLE,
@@ -22,10 +21,11 @@ from proxy.server.appkeys import (
     caller_of,
 )
 from proxy.server.body import read_chat_body, with_usage_requested
+from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
 from proxy.server.observe import Observer, Trace, notify
 from proxy.server.relay import Relayed, relay_body, relay_stream
-from proxy.types import JSON, Draft, Turn
+from proxy.types import JSON
 
 OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
 
@@ -46,7 +46,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     request[SESSION] = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
     tenant = request.app[SETTINGS].tenants[caller.tenant]
-    exchange = _Exchange(
+    exchange = Exchange(
         request,
         engine,
         request.app[UPSTREAMS][caller.tenant],
@@ -92,47 +92,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     )
     request.app[LIFECYCLE].spawn(_after(engine, request.app[OBSERVERS], trace))
     return response
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """One request's way to the upstream: the pipeline (kept alive for a slow stream), then the
-    call. `early` is the response the keep-alive started, if it did."""
-
-    request: web.Request
-    engine: ContextEngine
-    upstream: Upstream
-    body: JSON
-    client: Draft
-    turn: Turn
-    api_key: str | None
-    degraded: bool
-    keepalive: KeepAlive | None
-    early: web.StreamResponse | None = None
-
-    async def prepare(self, *, force_compact: bool = False) -> Prepared:
-        work = self.engine.prepare(
-            self.body,
-            turn=self.turn,
-            api_key=self.api_key,
-            force_compact=force_compact,
-            store_degraded=self.degraded,
-            client=self.client,
-        )
-        if self.keepalive is None:
-            return await work
-        self.keepalive.start()
-        try:
-            return await work
-        finally:
-            self.early = await self.keepalive.stop()
-
-    async def send(self, prepared: Prepared) -> UpstreamReply:
-        await self.engine.persist_outputs(prepared)
-        outgoing, _ = with_usage_requested(prepared.body)
-        return await self.upstream.send_chat(
-            outgoing, headers=self.request.headers, api_key=self.api_key
-        )
 
 
 async def _relay(
