@@ -67,19 +67,33 @@ class Stack:
 
 
 NEVER = 1 << 62  # a size no tool result reaches
+MEMO_BUDGET = 96_000_000
+"""Bytes all tenants' memos may hold together (an app divides it among its tenants)."""
+TENANT_MEMO_BYTES = 24_000_000
+"""A tenant's share when it is the only one (or when the caller does not say)."""
 
 
-def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
-    """The tenant's stages; the upstream decides whether a `prompt_cache_key` is sent."""
+def memo_bytes_per_tenant(tenants: int) -> int:
+    """A tenant's share of `MEMO_BUDGET`: at most `TENANT_MEMO_BYTES`, at least 1 MB."""
+    return max(1_000_000, min(TENANT_MEMO_BYTES, MEMO_BUDGET // max(1, tenants)))
+
+
+def build_stack(
+    tenant: TenantSettings, upstream: UpstreamSettings, *, memo_bytes: int = TENANT_MEMO_BYTES
+) -> Stack:
+    """The tenant's stages; the upstream decides whether a `prompt_cache_key` is sent.
+
+    `memo_bytes` bounds what the tenant's memos hold: two thirds for stored-compaction matching,
+    a sixth each for lineages and error answers (characters of tool results)."""
     if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
         tenant = replace(tenant, cache=replace(tenant.cache, send_prompt_cache_key=True))
     before: list[tuple[str, Stage]] = []
-    matches = MatchMemo()
+    matches = MatchMemo(max_bytes=memo_bytes * 2 // 3)
     if tenant.compact.enabled:
         before.append(("compact", partial(compact.run, settings=tenant.compact, memo=matches)))
     degraded = list(before)
     if tenant.budgets.enabled:
-        memo = ErrorMemo()  # keyed by pattern and text: both variants may share it
+        memo = ErrorMemo(max_chars=memo_bytes // 6)  # by pattern and text: both variants share it
         before.append(("budgets", partial(budgets.run, settings=tenant.budgets, memo=memo)))
         no_persist = replace(tenant.budgets, persist_over_chars=NEVER, per_turn_max_chars=NEVER)
         degraded.append(("budgets", partial(budgets.run, settings=no_persist, memo=memo)))
@@ -93,7 +107,12 @@ def build_stack(tenant: TenantSettings, upstream: UpstreamSettings) -> Stack:
             ("bootstrap", partial(bootstrap.run, settings=tenant.bootstrap, cache=assembly))
         )
     return Stack(
-        tenant, tuple(before), tuple(after), before_degraded=tuple(degraded), matches=matches
+        tenant,
+        tuple(before),
+        tuple(after),
+        before_degraded=tuple(degraded),
+        lineages=LineageMemo(max_bytes=memo_bytes // 6),
+        matches=matches,
     )
 
 

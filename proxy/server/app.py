@@ -43,7 +43,7 @@ from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.middlewares import error_boundary
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings, UpstreamSettings
-from proxy.stack import build_stack
+from proxy.stack import build_stack, memo_bytes_per_tenant
 from proxy.stages.compact import CompactSettings
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -94,12 +94,13 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             for name, t in settings.tenants.items()
         }
         compactor = Compactor(store=store, summarizers=summarizers, settings=CompactSettings())
+        memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
         app[ENGINE] = ContextEngine(
             store=store,
             workspace=ports.workspace or make_workspace(settings),
             compactor=compactor,
             stacks={
-                name: build_stack(t, settings.upstreams[t.upstream])
+                name: build_stack(t, settings.upstreams[t.upstream], memo_bytes=memo_bytes)
                 for name, t in settings.tenants.items()
             },
             upstreams=settings.upstreams,
