@@ -7,8 +7,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.redis_server import RedisServer
+
+# The suite runs on shared machines: how fast examples are drawn says nothing about the code.
+settings.register_profile(
+    "shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("shared-machine")
 
 
 @pytest.fixture(scope="session")

@@ -149,7 +149,9 @@ async def scripted(make_rig: MakeRig) -> tuple[Rig, Scripted]:
 
 
 @settings(
-    max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     texts=st.lists(TEXT, min_size=1, max_size=5),
