@@ -45,7 +45,7 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return asyncio.run(cache_share.run(tmp, quick=quick))
     if name == "instructions":
         return instructions.run(tmp, quick=quick)
-    return memory.run(tmp, quick=quick)
+    return memory.run(tmp, quick=quick, minutes=args.memory_minutes)
 
 
 def main() -> None:
@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smaller run (~2 minutes)")
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument("--memory-minutes", type=float, default=None,
+                        help="mixed load per target in the memory section (default 1)")
     parser.add_argument("--out", type=Path, default=RESULTS / "latest")
     parser.add_argument("--keep", action="store_true",
                         help="keep the sections not run from the existing <out>.json")

@@ -49,18 +49,24 @@ def mixed_load(gen: LoadGen, target: Target, seconds: float,
 
 
 def measure(gen: LoadGen, target: Target, seconds: float) -> dict[str, Any]:
+    """RSS after warm-up, during a slow stream, then once a minute of mixed load (a leak shows as
+    a slope in `rss_by_minute_mib`)."""
     pids = target.pids()
     mixed_load(gen, target, 5.0, ("small", "agentic"))
     warm = rss_mib(pids)
     stream = asyncio.run(slow_read(target.url, pids))  # before large bodies grow the heap
-    requests = mixed_load(gen, target, seconds)
-    after = rss_mib(pids)
-    return {"target": target.name, "rss_warm_mib": warm, "rss_after_load_mib": after,
-            "load_s": seconds, "load_requests": requests, **stream}
+    requests, timeline, left = 0, [], seconds
+    while left > 0:
+        requests += mixed_load(gen, target, min(60.0, left))
+        timeline.append(rss_mib(pids))
+        left -= 60.0
+    return {"target": target.name, "rss_warm_mib": warm, "rss_after_load_mib": timeline[-1],
+            "rss_by_minute_mib": timeline, "load_s": seconds, "load_requests": requests,
+            **stream}
 
 
-def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
-    seconds = 10.0 if quick else 60.0
+def run(tmp: Path, *, quick: bool, minutes: float | None = None) -> dict[str, Any]:
+    seconds = minutes * 60 if minutes else 10.0 if quick else 60.0
     with contextlib.ExitStack() as stack:
         up = stack.enter_context(targets.upstream(tmp))
         base = up.url.removesuffix("/chat/completions")

@@ -180,5 +180,12 @@ def memory_table(results: dict[str, Any]) -> str:
     rows = [[r["target"], r["rss_warm_mib"], r["rss_after_load_mib"], r["load_s"],
              r["load_requests"], r["received_mib"], r["peak_growth_mib"]]
             for r in results["memory"]["rows"]]
-    return table(["target", "RSS warm MiB", "RSS after mixed load MiB", "load s", "requests",
+    text = table(["target", "RSS warm MiB", "RSS after mixed load MiB", "load s", "requests",
                   "slow stream MiB", "peak RSS growth during stream MiB"], rows)
+    timelines = [(r["target"], r["rss_by_minute_mib"]) for r in results["memory"]["rows"]
+                 if len(r.get("rss_by_minute_mib", ())) > 1]
+    if timelines:
+        text += "\n\nRSS (MiB) at the end of each minute of mixed load:\n\n" + table(
+            ["target", *[f"{m + 1} min" for m in range(len(timelines[0][1]))]],
+            [[name, *[f"{v:.0f}" for v in values]] for name, values in timelines])
+    return text
