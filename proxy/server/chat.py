@@ -27,26 +27,58 @@ from proxy.server.observe import Observer, Trace, notify
 from proxy.server.relay import Relayed, relay_body, relay_stream
 from proxy.types import JSON
 
-OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
-
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
-    caller = caller_of(request)
+    caller_of(request)  # an unknown key is refused before the body is read
     body = await read_chat_body(request)
+    exchange = await _exchange(request, body, started)
+    try:
+        prepared, reply, overflow = await exchange.forward()
+    except CtxProxyError as exc:
+        if exchange.early is None:
+            raise
+        await end_in_band(exchange.early, exc.to_body())  # the client already has a 200
+        return exchange.early
+    session = request[SESSION]
+    headers = ctx_headers(prepared, session, degraded=exchange.degraded)
+    response, relayed = await _relay(
+        request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
+    )
+    trace = Trace(
+        tenant=exchange.turn.tenant,
+        session=session,
+        model=exchange.turn.model,
+        stream=reply.stream is not None,
+        status=reply.status,
+        prepared=prepared,
+        relayed=relayed,
+        messages_in=len(body["messages"]),
+        prepare_s=exchange.prepare_s,
+        upstream_s=time.monotonic() - started - exchange.prepare_s,
+        store_degraded=exchange.degraded,
+        retried_overflow=overflow,
+        bytes_out=reply.sent_bytes,
+    )
+    request.app[LIFECYCLE].spawn(_after(exchange.engine, request.app[OBSERVERS], trace))
+    return response
+
+
+async def _exchange(request: web.Request, body: JSON, started: float) -> Exchange:
+    """Who asks, in which session, with what state: the request's way to the upstream."""
+    caller = caller_of(request)
     engine = request.app[ENGINE]
     client = draft_from_body(body)
-    session = session_id(
+    session = request[SESSION] = session_id(
         tenant=caller.tenant,
         headers=request.headers,
         body=body,
         client_system=client.system.client,
         history=client.messages,
     )
-    request[SESSION] = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
     tenant = request.app[SETTINGS].tenants[caller.tenant]
-    exchange = Exchange(
+    return Exchange(
         request,
         engine,
         request.app[UPSTREAMS][caller.tenant],
@@ -56,42 +88,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         api_key=caller.token if tenant.forward_client_key else None,
         degraded=degraded,
         keepalive=KeepAlive(request, {"X-Ctx-Session": session}) if body.get("stream") else None,
+        compact_on_overflow=tenant.compact.enabled,
+        started=started,
     )
-    try:
-        prepared = await exchange.prepare()
-        prepare_s = time.monotonic() - started
-        reply = await exchange.send(prepared)
-        overflow = _is_overflow(reply) and tenant.compact.enabled
-        if overflow:  # compact and retry once, transparently
-            await reply.release()
-            prepared = await exchange.prepare(force_compact=True)
-            reply = await exchange.send(prepared)
-    except CtxProxyError as exc:
-        if exchange.early is None:
-            raise
-        await end_in_band(exchange.early, exc.to_body())  # the client already has a 200
-        return exchange.early
-    headers = ctx_headers(prepared, session, degraded=degraded)
-    response, relayed = await _relay(
-        request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
-    )
-    trace = Trace(
-        tenant=caller.tenant,
-        session=session,
-        model=turn.model,
-        stream=reply.stream is not None,
-        status=reply.status,
-        prepared=prepared,
-        relayed=relayed,
-        messages_in=len(body["messages"]),
-        prepare_s=prepare_s,
-        upstream_s=time.monotonic() - started - prepare_s,
-        store_degraded=degraded,
-        retried_overflow=overflow,
-        bytes_out=reply.sent_bytes,
-    )
-    request.app[LIFECYCLE].spawn(_after(engine, request.app[OBSERVERS], trace))
-    return response
 
 
 async def _relay(
@@ -119,10 +118,6 @@ async def _relay(
 
 def _added_usage(body: JSON) -> bool:
     return with_usage_requested(body)[1]
-
-
-def _is_overflow(reply: UpstreamReply) -> bool:
-    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)
 
 
 async def _after(engine: ContextEngine, observers: list[Observer], trace: Trace) -> None:

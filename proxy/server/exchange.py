@@ -3,6 +3,7 @@ call."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -12,6 +13,8 @@ from proxy.ports import Upstream, UpstreamReply
 from proxy.server.body import with_usage_requested
 from proxy.server.keepalive import KeepAlive
 from proxy.types import JSON, Draft, Turn
+
+OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
 
 
 @dataclass(slots=True)
@@ -28,7 +31,23 @@ class Exchange:
     api_key: str | None
     degraded: bool
     keepalive: KeepAlive | None
+    compact_on_overflow: bool
+    started: float
     early: web.StreamResponse | None = None
+    prepare_s: float = 0.0
+    """Time from `started` to the first outgoing body (store, pipeline, compaction)."""
+
+    async def forward(self) -> tuple[Prepared, UpstreamReply, bool]:
+        """(what was sent, the answer, whether it was a compact-and-retry after an overflow)."""
+        prepared = await self.prepare()
+        self.prepare_s = time.monotonic() - self.started
+        reply = await self.send(prepared)
+        overflow = self.compact_on_overflow and _is_overflow(reply)
+        if overflow:  # compact and retry once, transparently
+            await reply.release()
+            prepared = await self.prepare(force_compact=True)
+            reply = await self.send(prepared)
+        return prepared, reply, overflow
 
     async def prepare(self, *, force_compact: bool = False) -> Prepared:
         work = self.engine.prepare(
@@ -53,3 +72,7 @@ class Exchange:
         return await self.upstream.send_chat(
             outgoing, headers=self.request.headers, api_key=self.api_key
         )
+
+
+def _is_overflow(reply: UpstreamReply) -> bool:
+    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from proxy.errors import Unauthorized
 from proxy.server.keys import KNOWN_CALLERS, KeyRing, bearer, digest
 from proxy.settings import TenantSettings
+from tests.server.conftest import MakeProxy
+from tests.server.test_metrics import KEYED
 
 
 def ring(open_tenant: bool = False) -> KeyRing:
@@ -62,3 +65,13 @@ def test_a_refused_key_is_refused_every_time() -> None:
     for _ in range(2):
         with pytest.raises(Unauthorized):
             keys.identify("Bearer nope")
+
+
+async def test_an_unknown_key_is_refused_before_the_body_is_read(make_proxy: MakeProxy) -> None:
+    proxy = await make_proxy(tenant_extra=KEYED)
+    url = proxy.base_url + "/chat/completions"
+    async with aiohttp.ClientSession() as http:
+        for key, status in (("sk-wrong", 401), ("sk-good", 400)):
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            async with http.post(url, data=b"{not json", headers=headers) as response:
+                assert response.status == status, key
