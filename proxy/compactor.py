@@ -28,6 +28,7 @@ import orjson
 from proxy.history import history_salt
 from proxy.ports import StateStore, Summarizer
 from proxy.stages import compact as decide
+from proxy.stages import summary_request
 from proxy.stages.compact import CompactionPlan, CompactSettings
 from proxy.types import JSON, Message, StoredCompaction
 
@@ -258,9 +259,9 @@ async def _summarize(
     prefix, model = job.working[: plan.split], job.model
     try:
         if job.use_transcript:
-            body = decide.build_transcript_body(prefix, settings=settings, model=model)
+            body = summary_request.build_transcript_body(prefix, settings=settings, model=model)
         else:
-            body = decide.build_summary_body(
+            body = summary_request.build_summary_body(
                 job.prefix_body_for(prefix), settings=settings, model=model
             )
     except Exception:
@@ -273,7 +274,7 @@ async def _summarize(
     except Exception as exc:
         log.warning("summarizer failed: %s", type(exc).__name__)
         return "", "summarizer"
-    summary = decide.extract_summary(text or "")
+    summary = summary_request.extract_summary(text or "")
     return summary, "" if summary else "empty_summary"
 
 

@@ -129,9 +129,7 @@ class ContextEngine:
             and settings.mode == "async"
             and last >= soft_threshold(threshold, settings=settings)
         ):
-            job = self._job(stack, client, draft, turn, applied, api_key)
-            counted = functools.partial(self._counted, turn.tenant, turn.session)
-            self._compactor.start_background(job, on_done=counted)
+            self._start_background(self._job(stack, client, draft, turn, applied, api_key))
         body_out, after = stack.finish(draft, turn, client_messages=body["messages"])
         return Prepared(
             turn=turn,
@@ -143,6 +141,10 @@ class ContextEngine:
             compaction=outcome,
             store_degraded=store_degraded,
         )
+
+    def _start_background(self, job: CompactionJob) -> None:
+        counted = functools.partial(self._counted, job.tenant, job.session)
+        self._compactor.start_background(job, on_done=counted)
 
     async def _compact(
         self,

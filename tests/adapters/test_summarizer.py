@@ -19,7 +19,8 @@ from proxy.adapters.memory_state import MemoryStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.compactor import Compactor
 from proxy.pipeline import body_with_messages
-from proxy.stages.compact import SUMMARY_PREFIX, CompactSettings, build_summary_body
+from proxy.stages.compact import SUMMARY_PREFIX, CompactSettings
+from proxy.stages.summary_request import build_summary_body
 from tests.factories import assistant, exchange, system, user
 from tests.fakes.anthropic_upstream import FakeAnthropic, text
 

@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletion
 
 from benchmarks.validity import problems
 from proxy.server.appkeys import ENGINE
-from proxy.stages.compact import summary_instruction
+from proxy.stages.summary_request import summary_instruction
 from tests.e2e.agent import settled
 from tests.fakes.openai_upstream import estimate_prompt_tokens
 from tests.server.conftest import MakeProxy

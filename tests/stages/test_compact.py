@@ -16,9 +16,6 @@ from proxy.stages.compact import (
     SUMMARY_PREFIX,
     CompactionPlan,
     CompactSettings,
-    build_summary_body,
-    build_transcript_body,
-    extract_summary,
     make_compaction,
     plan_compaction,
     preserved_tool_content,
@@ -27,6 +24,7 @@ from proxy.stages.compact import (
     splice_summary,
     threshold_tokens,
 )
+from proxy.stages.summary_request import build_summary_body, build_transcript_body, extract_summary
 from proxy.types import Message, SessionState
 from tests.factories import assistant, call, draft, exchange, system, tool, turn, user
 from tests.traces import TRACE_DIR
