@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from proxy.engine import Prepared
 from proxy.server.relay import Relayed
 
 
-@dataclass(frozen=True, slots=True)
-class Trace:
+class Trace(NamedTuple):
+    """A named tuple rather than a frozen dataclass: one is built per request, in a third of the
+    time."""
+
     tenant: str
     session: str
     model: str

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import aiohttp
 import orjson
@@ -32,8 +32,7 @@ log = logging.getLogger(__name__)
 CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
 
 
-@dataclass(frozen=True, slots=True)
-class Relayed:
+class Relayed(NamedTuple):
     """What the relay saw: usage (if any), whether the answer completed, time to first byte."""
 
     usage: Usage | None
