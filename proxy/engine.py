@@ -12,7 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from proxy.compactor import CompactionJob, CompactionOutcome, Compactor
 from proxy.errors import StoreUnavailable
@@ -31,9 +31,9 @@ BackgroundHook = Callable[[str, str, CompactionOutcome], Awaitable[None]]
 """Told of every finished background compaction: (tenant, session, outcome)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """The outgoing request and everything known about how it was made."""
+class Prepared(NamedTuple):
+    """The outgoing request and everything known about how it was made (a named tuple: one is
+    built per request)."""
 
     turn: Turn
     body: JSON
