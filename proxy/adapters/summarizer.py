@@ -6,11 +6,14 @@ failed summary is the compactor's to handle (it forwards the request uncompacted
 the client's forwarded key when given, else the configured one.
 
 The SDKs (with pydantic, several thousand modules and ~90 MiB) are imported when the first
-summary is asked for, not when the proxy starts: most requests never compact.
+summary is asked for, not when the proxy starts: most requests never compact. The import (about
+a second) runs in a worker thread, so the event loop goes on serving meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from proxy.translate.anthropic_request import to_messages_request
@@ -55,6 +58,8 @@ class OpenAISummarizer:
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
         """The assistant text of one non-streaming completion of `body` ("" if none)."""
+        if self._client is None:
+            await _load("openai")
         client = self.client()
         if api_key and api_key != client.api_key:
             client = client.with_options(api_key=api_key)
@@ -100,7 +105,9 @@ class AnthropicSummarizer:
 
     async def complete(self, body: JSON, *, api_key: str | None) -> str:
         """The text blocks of one non-streaming Messages answer to `body`, joined ("" if none)."""
-        import anthropic  # already loaded by `client()`
+        if self._client is None:
+            await _load("anthropic")
+        import anthropic  # loaded by now
 
         client = self.client()
         key = api_key or client.api_key or ""
@@ -116,3 +123,8 @@ class AnthropicSummarizer:
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
+
+
+async def _load(sdk: str) -> None:
+    """Import an SDK in a worker thread (a second of imports the event loop need not wait on)."""
+    await asyncio.to_thread(importlib.import_module, sdk)

@@ -193,3 +193,37 @@ def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
     assert done.stdout.strip() == "[]"
     summarizer = OpenAISummarizer(base_url="http://127.0.0.1:9/v1", api_key="k")
     assert isinstance(summarizer.client(), openai.AsyncOpenAI)  # built when first needed
+
+
+def test_the_first_summary_imports_its_sdk_without_stalling_the_event_loop() -> None:
+    """The import takes about a second; the loop must keep turning meanwhile (a fresh
+    interpreter, so the SDK is not loaded yet)."""
+    script = (
+        "import asyncio, sys, time\n"
+        "from proxy.adapters.summarizer import AnthropicSummarizer\n"
+        "async def main():\n"
+        "    gaps, done = [], asyncio.Event()\n"
+        "    async def tick():\n"
+        "        last = time.perf_counter()\n"
+        "        while not done.is_set():\n"
+        "            await asyncio.sleep(0.005)\n"
+        "            now = time.perf_counter(); gaps.append(now - last); last = now\n"
+        "    ticker = asyncio.ensure_future(tick())\n"
+        "    started = time.perf_counter()\n"
+        "    try:\n"
+        "        await AnthropicSummarizer(base_url='http://127.0.0.1:9', api_key='k', "
+        "timeout_s=0.5).complete({'model': 'm', 'messages': [{'role': 'user', "
+        "'content': 'x'}]}, api_key=None)\n"
+        "    except Exception:\n"
+        "        pass  # nothing listens on port 9: only the import matters here\n"
+        "    took = time.perf_counter() - started\n"
+        "    done.set(); await ticker\n"
+        "    print(took, max(gaps), 'anthropic' in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    took, longest_gap, loaded = done.stdout.split()
+    assert loaded == "True"
+    assert float(longest_gap) < float(took) / 3, done.stdout
