@@ -177,6 +177,14 @@ async def test_anthropic_summarizer_raises_on_a_rejected_key(
     await adapter.close()
 
 
+def fresh_python(script: str) -> str:
+    """What `script` prints in a new interpreter (no SDK imported yet)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout
+
+
 def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
     """The SDKs weigh ~90 MiB and thousands of modules; most requests never compact."""
     script = (
@@ -187,10 +195,7 @@ def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
         "AnthropicSummarizer(base_url='http://127.0.0.1:9', api_key='k')\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'pydantic') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"
+    assert fresh_python(script).strip() == "[]"
     summarizer = OpenAISummarizer(base_url="http://127.0.0.1:9/v1", api_key="k")
     assert isinstance(summarizer.client(), openai.AsyncOpenAI)  # built when first needed
 
@@ -221,9 +226,7 @@ def test_the_first_summary_imports_its_sdk_without_stalling_the_event_loop() -> 
         "    print(took, max(gaps), 'anthropic' in sys.modules)\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    took, longest_gap, loaded = done.stdout.split()
+    out = fresh_python(script)
+    took, longest_gap, loaded = out.split()
     assert loaded == "True"
-    assert float(longest_gap) < float(took) / 3, done.stdout
+    assert float(longest_gap) < float(took) / 3, out
