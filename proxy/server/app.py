@@ -87,7 +87,9 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         settings = app[SETTINGS]
         summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
         store = ports.store or make_store(settings)
-        http = aiohttp.ClientSession(auto_decompress=True, trust_env=False)
+        http = aiohttp.ClientSession(
+            auto_decompress=True, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+        )
         app[HTTP] = http
         app[UPSTREAMS] = {
             name: make_upstream(settings.upstreams[t.upstream], http)

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from proxy.server.keys import digest
+from tests.fakes.openai_upstream import FakeOpenAI, Reply
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import UPSTREAM_KEY, Rig, auth, history
@@ -141,3 +142,28 @@ async def test_a_thousand_random_reads_never_cross_tenants(rig: Rig) -> None:
             else:
                 assert response.status in (401, 404), (path, response.status)
     assert crossed == 0
+
+
+async def test_cookies_an_upstream_sets_are_never_sent_back(
+    make_rig: MakeRig, aiohttp_server: Any
+) -> None:
+    """The proxy is no browser: a `Set-Cookie` reaches the client that got it, and no later
+    request upstream (another tenant's above all) carries it. A named host, not an IP: a cookie
+    jar ignores cookies of IP addresses."""
+    fake = FakeOpenAI()
+    fake.default = Reply(headers={"Set-Cookie": "track=alpha-only; Path=/"})
+    upstream = await aiohttp_server(fake.app())
+    rig = await make_rig(
+        fake=fake, upstream_url=f"http://localhost:{upstream.port}", tenant_extra=TENANTS
+    )
+    async with aiohttp.ClientSession() as http:
+        for token in (ALPHA, BETA, ALPHA):
+            async with http.post(
+                rig.url("/v1/chat/completions"),
+                json={"model": "gpt-4o", "messages": history(1)},
+                headers=auth(token),
+            ) as response:
+                assert response.status == 200
+                assert "track=alpha-only" in response.headers.get("Set-Cookie", "")
+    assert len(fake.chat) == 3
+    assert [r.headers.get("Cookie") for r in fake.chat] == [None, None, None]
