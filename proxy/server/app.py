@@ -40,7 +40,7 @@ from proxy.server.chat import chat_completions
 from proxy.server.events import EventEmitter
 from proxy.server.keys import KeyRing
 from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
-from proxy.server.middlewares import error_boundary
+from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings, UpstreamSettings
 from proxy.stack import build_stack, memo_bytes_per_tenant
@@ -70,6 +70,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[OBSERVERS].append(emitter)
     app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
     app.on_shutdown.append(_drain)
+    app.on_response_prepare.append(stamp_ids)
     app.router.add_get("/healthz", admin.healthz)
     app.router.add_get("/readyz", admin.readyz)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -45,11 +45,19 @@ async def error_boundary(request: web.Request, handler: Handler) -> web.StreamRe
         raise
     finally:
         count_request(request, status)
-    response.headers.setdefault("X-Request-Id", request_id)
+    return response
+
+
+async def stamp_ids(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: every answer carries its request id, and its session once known,
+    set just before its headers go out — streams and keep-alive answers too, which are sent
+    before the handler returns."""
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers.setdefault("X-Request-Id", request_id)
     session = request.get(SESSION)
     if session is not None:
         response.headers.setdefault("X-Ctx-Session", session)
-    return response
 
 
 async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:

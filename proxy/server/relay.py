@@ -19,6 +19,7 @@ from typing import NamedTuple
 import aiohttp
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 from proxy.adapters.http_client import UpstreamIdle
 from proxy.errors import error_body
@@ -45,9 +46,18 @@ async def relay_body(
     request: web.Request, reply: UpstreamReply, *, headers: Mapping[str, str]
 ) -> tuple[web.Response, Relayed]:
     body = reply.body or b""
-    response = web.Response(status=reply.status, body=body, headers={**reply.headers, **headers})
+    response = web.Response(
+        status=reply.status, body=body, headers=with_ours(reply.headers, headers)
+    )
     usage = usage_from_body(body) if reply.status == 200 else None
     return response, Relayed(usage=usage, completed=reply.status == 200)
+
+
+def with_ours(upstream: Mapping[str, str], ours: Mapping[str, str]) -> CIMultiDict[str]:
+    """The upstream's headers, repeated ones kept (`Set-Cookie`), ours replacing any same name."""
+    merged = CIMultiDict(upstream)
+    merged.update(ours)
+    return merged
 
 
 async def relay_stream(
@@ -64,7 +74,9 @@ async def relay_stream(
     Into `response` when the keep-alive already started one (its headers are sent)."""
     assert reply.stream is not None
     if response is None:
-        response = web.StreamResponse(status=reply.status, headers={**reply.headers, **headers})
+        response = web.StreamResponse(
+            status=reply.status, headers=with_ours(reply.headers, headers)
+        )
         await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
     lifecycle = request.app[LIFECYCLE]

@@ -45,7 +45,10 @@ class Recorder:
         if scenario == "redirect":
             raise web.HTTPTemporaryRedirect(self.redirect_to + request.path)
         body = orjson.dumps(COMPLETION)
-        headers = {"Content-Type": "application/json"}
+        headers = CIMultiDict({"Content-Type": "application/json"})
+        if scenario == "two-cookies":
+            headers.add("Set-Cookie", "a=1; Path=/")
+            headers.add("Set-Cookie", "b=2; Path=/")
         if scenario == "gzip":
             body = gzip.compress(body)
             headers["Content-Encoding"] = "gzip"
@@ -97,6 +100,20 @@ async def test_hop_by_hop_headers_cross_in_neither_direction(
     assert back["X-Kept"] == "yes"
     for name in ("X-Up-Hop", "Proxy-Up", "Keep-Alive"):
         assert name not in back, name
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models"])
+async def test_repeated_headers_reach_the_client_each_one(
+    wired: tuple[Rig, Recorder, Recorder], path: str
+) -> None:
+    rig, _, _ = wired
+    headers = {**auth(), "X-Scenario": "two-cookies"}
+    async with aiohttp.ClientSession() as http:
+        method = "GET" if path.endswith("models") else "POST"
+        async with http.request(method, rig.url(path), json=chat(), headers=headers) as r:
+            assert r.status == 200
+            await r.read()
+            assert r.headers.getall("Set-Cookie") == ["a=1; Path=/", "b=2; Path=/"]
 
 
 async def test_redirects_are_relayed_not_followed(wired: tuple[Rig, Recorder, Recorder]) -> None:

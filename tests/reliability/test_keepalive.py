@@ -57,6 +57,7 @@ async def test_a_slow_compaction_sends_comments_then_the_answer(make_rig: MakeRi
     fake.script.append(Reply(content="after the summary", chunks=3))
     status, got_headers, raw = await stream_again(rig)
     assert status == 200 and got_headers["X-Ctx-Session"] == SESSION
+    assert len(got_headers.get("X-Request-Id", "")) == 16  # sent with the keep-alive's headers
     assert raw.startswith(keepalive.COMMENT), raw[:200]
     assert raw.count(keepalive.COMMENT) >= 2  # 1 s of work: a comment at 0.2 s, then every 0.25 s
     events = [e for e in sse_events(raw) if e != b"[DONE]"]

@@ -23,3 +23,15 @@ async def test_request_ids_are_distinct_hex_and_on_errors_too(proxy: Proxy) -> N
     ids = [request_id for _, request_id in seen]
     assert all(re.fullmatch(r"[0-9a-f]{16}", i) for i in ids), ids
     assert len(set(ids)) == 3
+
+
+async def test_streams_carry_their_request_id_too(proxy: Proxy) -> None:
+    """A stream's headers go out before the handler returns: the id must be among them."""
+    url = proxy.base_url.removesuffix("/v1") + "/v1/chat/completions"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, json={**CHAT, "stream": True}, headers={"Authorization": "Bearer k"}) as r,
+    ):
+        body = await r.read()
+    assert r.status == 200 and body.endswith(b"data: [DONE]\n\n")
+    assert re.fullmatch(r"[0-9a-f]{16}", r.headers.get("X-Request-Id", "")), dict(r.headers)
