@@ -13,6 +13,7 @@ a second) runs in a worker thread, so the event loop goes on serving meanwhile.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,7 @@ class OpenAISummarizer:
                 api_key=self._api_key,
                 timeout=self._timeout_s,
                 max_retries=0,
-                http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
+                http_client=openai.DefaultAsyncHttpxClient(trust_env=False, cookies=_no_cookies()),
             )
         return self._client
 
@@ -99,7 +100,9 @@ class AnthropicSummarizer:
                 api_key=self._api_key,
                 timeout=self._timeout_s,
                 max_retries=0,
-                http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False),
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    trust_env=False, cookies=_no_cookies()
+                ),
             )
         return self._client
 
@@ -123,6 +126,12 @@ class AnthropicSummarizer:
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A jar that keeps nothing: one client serves every tenant of an upstream, so a cookie set
+    in one tenant's summary must never go out with another's."""
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 async def _load(sdk: str) -> None:

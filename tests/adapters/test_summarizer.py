@@ -167,6 +167,34 @@ async def test_anthropic_summarizer_translates_and_returns_the_text(
     await adapter.close()
 
 
+async def _set_cookie(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers["Set-Cookie"] = "affinity=first-tenant; Path=/"
+
+
+async def test_summarizers_never_send_back_a_cookie_an_upstream_set(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """One summarizer client serves every tenant of an upstream: a cookie set in one tenant's
+    summary must not ride along on the next. A named host: cookie jars ignore IP hosts."""
+    openai_fake, anthropic_fake = FakeOpenAI(), FakeAnthropic(api_key="k")
+    anthropic_fake.script(text("<summary>S</summary>"), text("<summary>S</summary>"))
+    apps = openai_fake.app(), anthropic_fake.app()
+    for app in apps:
+        app.on_response_prepare.append(_set_cookie)
+    openai_port, anthropic_port = [(await aiohttp_server(app)).port for app in apps]
+    adapters = (
+        OpenAISummarizer(base_url=f"http://localhost:{openai_port}/v1", api_key="k"),
+        AnthropicSummarizer(base_url=f"http://localhost:{anthropic_port}", api_key="k"),
+    )
+    for adapter in adapters:
+        for _ in range(2):
+            await adapter.complete({**summary_body(), "model": "m"}, api_key=None)
+        await adapter.close()
+    sent = [h for _, h in openai_fake.received] + [r.headers for r in anthropic_fake.received]
+    assert len(sent) == 4
+    assert [h.get("Cookie", h.get("cookie")) for h in sent] == [None] * 4
+
+
 async def test_anthropic_summarizer_raises_on_a_rejected_key(
     aiohttp_server: ServerFactory,
 ) -> None:
