@@ -11,16 +11,15 @@ or content. `GET /metrics` renders the registry in the Prometheus text format.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
-from prometheus_client.metrics import MetricWrapperBase
 
 from proxy.compactor import CompactionOutcome
 from proxy.errors import CtxProxyError
 from proxy.server.appkeys import ENGINE, caller_of
+from proxy.server.metric_series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe import Trace
 from proxy.types import StageReport
 from proxy.usage import Usage
@@ -38,15 +37,15 @@ OWN_COUNTERS: Mapping[str, frozenset[str]] = {
     "validate": SUMMED | {"repairs", "client_violations"},
 }
 """Counters read from one stage's report only, by stage."""
-_M = TypeVar("_M", bound=MetricWrapperBase)
 
 
 class Metrics:
-    """The proxy's metrics in a registry of their own (no global registry: one per app)."""
+    """The proxy's metrics, exported through a registry of their own (no global registry: one per
+    app) by one collector; recording is plain arithmetic on the event loop (`metric_series`)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        self._families = Families()
         count, hist, t = self._counter, self._histogram, "tenant"
         self.requests = count("http_requests", "HTTP requests.", t, "route", "status")
         self.upstream_s = hist("upstream_seconds", "Upstream send to end of relay.", t, "stream")
@@ -77,56 +76,42 @@ class Metrics:
         self.overflow_retries = count("overflow_retries", "Compact-and-retry on overflow.", t)
         self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
         self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
-        self.store_degraded = Gauge(
-            "ctxproxy_store_degraded", "1 while the state store is unreachable.",
-            registry=self.registry,
-        )  # fmt: skip
-        self._store_degraded = False  # the gauge's value
+        self.store_degraded = self._families.gauge(
+            "ctxproxy_store_degraded", "1 while the state store is unreachable."
+        )
+        self.registry.register(self._families)
         self._tenants: dict[str, _TenantSeries] = {}
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:
-        return Counter("ctxproxy_" + name, doc, labels, registry=self.registry)
+        return self._families.counter("ctxproxy_" + name, doc, *labels)
 
     def _histogram(self, name: str, doc: str, *labels: str) -> Histogram:
-        return Histogram(
-            "ctxproxy_" + name, doc, labels, buckets=LATENCY_BUCKETS, registry=self.registry
-        )
-
-    def labelled(self, metric: _M, *labels: str) -> _M:
-        """`metric.labels(*labels)`, looked up once: label sets are bounded (module doc)."""
-        key = (metric, labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*labels)
-        return child
+        return self._families.histogram("ctxproxy_" + name, doc, *labels, bounds=LATENCY_BUCKETS)
 
     def set_store_degraded(self, degraded: bool) -> None:
-        """The store health gauge, written only when it changes (a write takes a lock)."""
-        if degraded is not self._store_degraded:
-            self._store_degraded = degraded
-            self.store_degraded.set(int(degraded))
+        """The store health gauge: 1 while the store is unreachable."""
+        self.store_degraded.value = 1.0 if degraded else 0.0
 
     async def on_request(self, trace: Trace) -> None:
         """Update every metric from one request's trace; zero amounts are not added, but every
         series a request touches is created (so it is exported, at 0, from then on)."""
         tenant, relayed, stream = trace.tenant, trace.relayed, trace.stream
         per_tenant = self._tenants.get(tenant) or self._add_tenant(tenant)
-        upstream_s = self.labelled(self.upstream_s, tenant, "true" if stream else "false")
-        upstream_s.observe(trace.upstream_s)
+        self.upstream_s.labels(tenant, "true" if stream else "false").observe(trace.upstream_s)
         per_tenant.added_s.observe(trace.prepare_s)
         if stream and relayed.first_byte_s is not None:
-            self.labelled(self.first_byte_s, tenant).observe(relayed.first_byte_s)
+            self.first_byte_s.labels(tenant).observe(relayed.first_byte_s)
         if stream and relayed.error:
-            self.labelled(self.stream_errors, tenant).inc()
+            self.stream_errors.labels(tenant).value += 1
         if relayed.usage is not None:
             per_tenant.add_tokens(relayed.usage)
         self._stages(per_tenant, trace.prepared.reports)
         if trace.prepared.compaction is not None:
             self._compaction(trace, trace.prepared.compaction)
         if trace.retried_overflow:
-            self.labelled(self.overflow_retries, tenant).inc()
+            self.overflow_retries.labels(tenant).value += 1
         if trace.store_degraded:
-            self.labelled(self.degraded_requests, tenant).inc()
+            self.degraded_requests.labels(tenant).value += 1
         self.set_store_degraded(trace.store_degraded)
 
     def _add_tenant(self, tenant: str) -> _TenantSeries:
@@ -134,17 +119,20 @@ class Metrics:
         return series
 
     def _stages(self, per_tenant: _TenantSeries, reports: tuple[StageReport, ...]) -> None:
+        counters = per_tenant.stage_counters
         for name, amount in stage_totals(reports).items():
-            per_tenant.stage_counters[name].inc(amount)
+            if amount > 0:  # a counter never goes down (prometheus_client raised on one)
+                counters[name].value += amount
         for report in reports:
             if report.skipped:
-                self.labelled(self.skipped, report.stage).inc()
+                self.skipped.labels(report.stage).value += 1
 
     def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
-        self.labelled(self.compactions, trace.tenant, outcome.status, outcome.reason).inc()
-        self.labelled(self.compaction_s, trace.tenant, outcome.status).observe(trace.prepare_s)
-        if outcome.status == "failed" and outcome.reason in SUMMARIZER_REASONS:
-            self.labelled(self.summarizer_failures, trace.tenant, outcome.reason).inc()
+        tenant, status, reason = trace.tenant, outcome.status, outcome.reason
+        self.compactions.labels(tenant, status, reason).value += 1
+        self.compaction_s.labels(tenant, status).observe(trace.prepare_s)
+        if status == "failed" and reason in SUMMARIZER_REASONS:
+            self.summarizer_failures.labels(tenant, reason).value += 1
 
 
 class _TenantSeries:
@@ -156,9 +144,9 @@ class _TenantSeries:
     def __init__(self, metrics: Metrics, tenant: str) -> None:
         self._tenant = tenant
         self._tokens = metrics.tokens
-        self._token_kinds: tuple[Counter, ...] = ()
+        self._token_kinds: tuple[CounterSeries, ...] = ()
         self.added_s = metrics.added_s.labels(tenant)
-        self.stage_counters: dict[str, Counter] = {
+        self.stage_counters: dict[str, CounterSeries] = {
             "chars_pruned": metrics.chars.labels(tenant, "prune"),
             "chars_saved": metrics.chars.labels(tenant, "budgets"),
             "persisted_chars": metrics.persisted_chars.labels(tenant),
@@ -170,13 +158,16 @@ class _TenantSeries:
     def add_tokens(self, usage: Usage) -> None:
         if not self._token_kinds:
             self._token_kinds = tuple(self._tokens.labels(self._tenant, k) for k in TOKEN_KINDS)
-        amounts = (
-            usage.prompt_tokens, usage.cached_tokens, usage.cache_creation_tokens,
-            usage.completion_tokens,
-        )  # fmt: skip
-        for child, amount in zip(self._token_kinds, amounts, strict=True):
-            if amount:
-                child.inc(amount)
+        prompt, cached, creation, completion = self._token_kinds
+        # Usage counts are never negative (`usage._int`); zero ones are not added.
+        if usage.prompt_tokens:
+            prompt.value += usage.prompt_tokens
+        if usage.cached_tokens:
+            cached.value += usage.cached_tokens
+        if usage.cache_creation_tokens:
+            creation.value += usage.cache_creation_tokens
+        if usage.completion_tokens:
+            completion.value += usage.completion_tokens
 
 
 def stage_totals(reports: tuple[StageReport, ...]) -> dict[str, int]:
@@ -205,7 +196,7 @@ def count_request(request: web.Request, status: int) -> None:
     route = request.match_info.route.resource
     pattern = route.canonical if route is not None else "unmatched"
     metrics = request.app[METRICS]
-    metrics.labelled(metrics.requests, _tenant_of(request), pattern, str(status)).inc()
+    metrics.requests.labels(_tenant_of(request), pattern, str(status)).value += 1
 
 
 def _tenant_of(request: web.Request) -> str:

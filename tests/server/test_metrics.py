@@ -8,12 +8,17 @@ from typing import Any
 
 import aiohttp
 import openai
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from proxy.engine import Prepared
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.keys import digest
-from proxy.server.metrics import stage_totals
-from proxy.types import StageReport
+from proxy.server.metrics import LATENCY_BUCKETS, Metrics, stage_totals
+from proxy.server.observe import Trace
+from proxy.server.relay import Relayed
+from proxy.types import StageReport, Turn
+from proxy.usage import Usage
 from tests.fakes.openai_upstream import Reply
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
@@ -37,16 +42,32 @@ def tool_history(sizes: list[int], *, question: str = "read the files") -> list[
     return messages
 
 
-async def scrape(proxy: Proxy) -> Samples:
-    await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
-    async with aiohttp.ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as r:
-        assert r.status == 200
-        text = await r.text()
+def trace_of(*reports: StageReport, prepare_s: float = 0.001, upstream_s: float = 0.02,
+             usage: Usage | None = None) -> Trace:
+    prepared = Prepared(turn=Turn("default", "s", "m", now=0.0), body={"messages": []},
+                        reports=reports, lineage="", threshold=0, covers=0)
+    return Trace(tenant="default", session="s", model="m", stream=False, status=200,
+                 prepared=prepared, relayed=Relayed(usage=usage, completed=True), messages_in=1,
+                 prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)
+
+
+def parsed(text: str) -> Samples:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
+
+
+def rendered(metrics: Metrics) -> Samples:
+    return parsed(generate_latest(metrics.registry).decode())
+
+
+async def scrape(proxy: Proxy) -> Samples:
+    await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
+    async with aiohttp.ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as r:
+        assert r.status == 200
+        return parsed(await r.text())
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -193,3 +214,41 @@ async def test_store_outage_shows_as_degraded(make_proxy: MakeProxy) -> None:
     samples = await scrape(proxy)
     assert value(samples, "ctxproxy_store_degraded") == 1
     assert value(samples, "ctxproxy_store_degraded_requests_total", tenant="default") == 1
+
+
+def buckets(samples: Samples, name: str, **labels: str) -> list[float]:
+    """The cumulative bucket counts of one histogram series, +Inf last."""
+    bounds = [*map(str, map(float, LATENCY_BUCKETS)), "+Inf"]
+    return [value(samples, name + "_bucket", le=le, **labels) for le in bounds]
+
+
+async def test_a_value_on_a_bound_counts_in_that_bucket_and_one_past_the_last_only_in_inf(
+) -> None:
+    metrics = Metrics()
+    await metrics.on_request(trace_of(prepare_s=0.005, upstream_s=300.0))
+    await metrics.on_request(trace_of(prepare_s=0.0050001, upstream_s=300.5))
+    samples = rendered(metrics)
+    added = "ctxproxy_proxy_added_seconds"
+    assert buckets(samples, added, tenant="default") == [1, *[2] * 15]
+    upstream, labels = "ctxproxy_upstream_seconds", {"tenant": "default", "stream": "false"}
+    assert buckets(samples, upstream, **labels) == [0] * 14 + [1, 2]
+    assert value(samples, upstream + "_count", **labels) == 2
+    assert value(samples, upstream + "_sum", **labels) == 600.5
+    assert (upstream + "_created", tuple(sorted(labels.items()))) in samples
+
+
+async def test_a_tenants_series_exist_from_its_first_request_its_tokens_from_its_first_usage(
+) -> None:
+    metrics = Metrics()
+    await metrics.on_request(trace_of(StageReport("prune", {"chars_pruned": -5, "pruned": 1})))
+    first = rendered(metrics)
+    assert value(first, "ctxproxy_tool_results_cut_total", tenant="default", action="pruned") == 1
+    for stage in ("prune", "budgets"):  # a negative amount is not added: counters never go down
+        key = (("stage", stage), ("tenant", "default"))
+        assert first[("ctxproxy_tool_result_chars_removed_total", key)] == 0
+    assert not [name for name, _ in first if name.startswith("ctxproxy_tokens")]
+    assert not [labels for name, labels in first if ("stream", "true") in labels]
+    await metrics.on_request(trace_of(usage=Usage(prompt_tokens=7, completion_tokens=0)))
+    tokens = {dict(labels)["kind"]: count for (name, labels), count in rendered(metrics).items()
+              if name == "ctxproxy_tokens_total"}
+    assert tokens == {"prompt": 7, "cached": 0, "cache_creation": 0, "completion": 0}
