@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks import (
     cache_share,
+    feature_cost,
     instructions,
     memory,
     overhead,
@@ -28,7 +29,8 @@ from benchmarks import (
 from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions")
+SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions",
+            "features")
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -45,6 +47,8 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return asyncio.run(cache_share.run(tmp, quick=quick))
     if name == "instructions":
         return instructions.run(tmp, quick=quick)
+    if name == "features":
+        return feature_cost.run(tmp, quick=quick)
     return memory.run(tmp, quick=quick, minutes=args.memory_minutes)
 
 

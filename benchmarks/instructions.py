@@ -1,10 +1,11 @@
 """Instructions per request under callgrind: a deterministic A/B for performance work.
 
 `python -m benchmarks.instructions [--target ctxproxy|passthrough] [--size small] [--stream]
-[--requests 200]` runs the target under `valgrind --tool=callgrind` (instrumentation off during
-start-up and warm-up), sends requests one at a time and prints the user-space instructions the
-target executed per request. The count does not depend on what else the machine is doing, so
-two revisions can be compared on a shared machine where CPU-time figures move by ±20%.
+[--requests 200] [--off NAME[,NAME]]` runs the target under `valgrind --tool=callgrind`
+(instrumentation off during start-up and warm-up), sends requests one at a time and prints the
+user-space instructions the target executed per request. `--off` runs ctxproxy with features
+switched off (`benchmarks/ablations.py`). The count does not depend on what else the machine is
+doing, so two revisions can be compared on a shared machine where CPU-time figures move by ±20%.
 
 Caveats: kernel work (system calls, loopback delivery) is not counted, so the ratio between two
 targets overstates their CPU-time ratio; OpenSSL's hashing runs a generic code path under
@@ -19,12 +20,13 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from benchmarks import targets
+from benchmarks import ablations, targets
 from benchmarks.common import PYTHON, ROOT, free_port, stop, wait_port
 from benchmarks.payloads import encoded_bodies
 
@@ -41,10 +43,18 @@ async def send(url: str, body: bytes, count: int) -> None:
                     raise RuntimeError(f"the target answered {response.status}")
 
 
-def target_argv(name: str, tmp: Path, base: str, port: int) -> list[str]:
+def target_argv(
+    name: str, tmp: Path, base: str, port: int, *, off: Sequence[str] = ()
+) -> list[str]:
+    """The target's command line; `off` (ctxproxy only) names ablations to apply."""
     if name == "ctxproxy":
         config = targets.ctxproxy_config(tmp, base, port)
-        return [PYTHON, "-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
+        serve = ["serve", "--config", str(config), "--log-level", "WARNING"]
+        if off:
+            return [PYTHON, "-m", "benchmarks.ablations", "--off", ",".join(off), "--", *serve]
+        return [PYTHON, "-m", "proxy", *serve]
+    if off:
+        raise ValueError("ablations apply to ctxproxy only")
     return [PYTHON, "-m", "benchmarks.passthrough", "--port", str(port), "--upstream", base]
 
 
@@ -61,15 +71,24 @@ def counted(out: Path) -> int:
     return total
 
 
-def measure(name: str, size: str, stream: bool, requests: int) -> float:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
+def measure(
+    name: str,
+    size: str,
+    stream: bool,
+    requests: int,
+    *,
+    off: Sequence[str] = (),
+    tmp: Path | None = None,
+) -> float:
+    """Instructions per request; `tmp` holds the config and dumps (a fresh directory if None)."""
+    tmp = tmp or Path(tempfile.mkdtemp(prefix="bench-instructions-"))
     body = encoded_bodies()[(size, stream)]
     with targets.upstream(tmp) as up:
         port = free_port()
         out = tmp / "callgrind.out"
         argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                 f"--callgrind-out-file={out}",
-                *target_argv(name, tmp, up.url.removesuffix("/chat/completions"), port)]
+                *target_argv(name, tmp, up.url.removesuffix("/chat/completions"), port, off=off)]
         env = {**os.environ, "BENCH_UPSTREAM_KEY": "sk-fake", "PYTHONHASHSEED": "0"}
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -107,10 +126,19 @@ def main() -> None:
     parser.add_argument("--size", default="small")
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--off", default="", help="ctxproxy ablations, e.g. pipeline,task")
     args = parser.parse_args()
-    per_request = measure(args.target, args.size, args.stream, args.requests)
+    try:
+        off = ablations.parse_names(args.off)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if off and args.target != "ctxproxy":
+        parser.error("--off applies to --target ctxproxy only")
+    per_request = measure(args.target, args.size, args.stream, args.requests, off=off)
     mode = "stream" if args.stream else "json"
-    print(f"{args.target} {args.size} {mode}: {per_request / 1e3:,.0f} k instructions/request")
+    without = f" (off: {', '.join(off)})" if off else ""
+    print(f"{args.target}{without} {args.size} {mode}: "
+          f"{per_request / 1e3:,.0f} k instructions/request")
 
 
 if __name__ == "__main__":

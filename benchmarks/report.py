@@ -7,6 +7,7 @@ from typing import Any
 
 from benchmarks.report_tables import (
     cache_table,
+    features_table,
     headline,
     instructions_table,
     memory_table,
@@ -28,7 +29,8 @@ def markdown(results: dict[str, Any]) -> str:
                 ("2. Pipeline cost at scale", scaling_table),
                 ("3. Tokens saved on real sessions", savings_table),
                 ("4. Cache share", cache_table), ("5. Memory", memory_table),
-                ("6. Instructions per request", instructions_table)]
+                ("6. Instructions per request", instructions_table),
+                ("7. Where ctxproxy's extra instructions go", features_table)]
     for title, render in sections:
         try:
             parts.append(f"## {title}\n\n{render(results)}\n")

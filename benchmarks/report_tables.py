@@ -124,6 +124,33 @@ def instructions_table(results: dict[str, Any]) -> str:
             + table(["size", "target", "instructions/request", "÷ pass-through"], body))
 
 
+def features_table(results: dict[str, Any]) -> str:
+    data = results["features"]
+    if "skipped" in data:
+        return f"Skipped: {data['skipped']}."
+    base, floor = data["ctxproxy"], data["passthrough"]
+    body = [[f"`{r['feature']}`", r["removes"], f"{r['instructions_off'] / 1e3:,.0f} k",
+             f"{r['cost'] / 1e3:,.0f} k", f"{r['share']:.0%}"] for r in data["rows"]]
+    return (f"ctxproxy with one feature switched off at a time (`benchmarks/feature_cost.py`, "
+            f"ablations in `benchmarks/ablations.py`) at {data.get('revision', '?')}, under "
+            f"callgrind, {data['requests']} {data['size']} JSON requests one at a time: "
+            f"ctxproxy runs {base / 1e3:,.0f} k "
+            f"instructions per request (mean of a run first and one last, "
+            f"{data['noise'] / 1e3:,.1f} k apart: the noise), the aiohttp pass-through "
+            f"{floor / 1e3:,.0f} k, so {(base - floor) / 1e3:,.0f} k extra. *cost* = ctxproxy − "
+            "ctxproxy with the feature off; *share* = that cost ÷ the extra.\n\n"
+            + table(["off", "what it removes", "instructions/request", "cost", "share"], body)
+            + "\n\nThe ablations overlap, so the shares do not add up: `after` includes "
+            "`record`, `metrics`, `events` and `task`; *all of the above* switches every one off "
+            "at once, and what it leaves above the pass-through is code no ablation isolates "
+            "(the handler, the middleware, the per-request objects, the relay). The pipeline's "
+            "stage reports make the after-work dearer, so `pipeline` and `after` overlap too. "
+            "Switching the pipeline off also changes the body sent upstream: no bootstrap "
+            "content (smaller), no pruning (larger, on agentic histories); a negative cost is a "
+            "feature that saves more than it costs. `session_id` is overstated: OpenSSL's sha256 "
+            "runs a generic slow path under valgrind. Kernel work is not counted.")
+
+
 def scaling_table(results: dict[str, Any]) -> str:
     data = results["scaling"]
     rows = [[r["messages"], r["chars"], r["fresh_ms"], r["repeat_ms"], r["us_per_msg"]]
