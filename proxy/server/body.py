@@ -12,7 +12,6 @@ from proxy.errors import BadRequest
 from proxy.types import JSON
 
 log = logging.getLogger(__name__)
-_CONTAINERS = (dict, list)
 
 # Keys some gateways honour to pick the upstream; the client never picks ours (DESIGN §5).
 ROUTING_KEYS = ("base_url", "api_base", "api_key")
@@ -51,18 +50,21 @@ def _deeper_than(value: Any, limit: int) -> bool:
     """True when more than `limit` arrays/objects nest (an empty one counts, like for orjson).
 
     One pass over the containers, level by level; the strings are never looked at (serialising
-    to find out cost as much as encoding every string of the body)."""
+    to find out cost as much as encoding every string of the body). Exact types, as `orjson`
+    builds them: plain loops and `type() is` checks take two thirds of a comprehension with
+    `isinstance` (14 against 21 µs on the agentic benchmark body)."""
     level, depth = [value], 0
     while level:
         depth += 1
         if depth > limit:
             return True
-        level = [
-            child
-            for item in level
-            for child in (item.values() if isinstance(item, dict) else item)
-            if isinstance(child, _CONTAINERS)
-        ]
+        below: list[Any] = []
+        for item in level:
+            for child in item.values() if type(item) is dict else item:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    below.append(child)
+        level = below
     return False
 
 
