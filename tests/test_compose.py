@@ -67,6 +67,9 @@ def test_the_proxy_publishes_the_port_its_config_serves_on(
     assert settings.server.host == "0.0.0.0"
     [mapping] = proxy["ports"]
     assert mapping.split(":")[-1] == str(settings.server.port)
+    if any(not tenant.keys for tenant in settings.tenants.values()):
+        # an open tenant spends the upstream key of the compose environment on any caller
+        assert mapping.startswith("127.0.0.1:"), "an open tenant is published beyond loopback"
     check = " ".join(proxy["healthcheck"]["test"])
     assert f"127.0.0.1:{settings.server.port}/readyz" in check
     assert int(proxy["stop_grace_period"].removesuffix("s")) > settings.server.drain_timeout_s
@@ -101,3 +104,14 @@ def test_the_image_matches_the_compose_setup(mounted: tuple[Settings, PurePosixP
     assert re.search(rf"^EXPOSE {settings.server.port}$", dockerfile, re.M)
     assert f"ENV CTXPROXY_CONFIG={config}" in dockerfile
     assert "/readyz" in dockerfile and 'CMD ["ctxproxy", "serve"]' in dockerfile
+
+
+def test_the_build_context_holds_what_the_dockerfile_copies_and_no_more() -> None:
+    """.dockerignore is an allowlist (.venv and benchmarks/.venv-* are hundreds of MB)."""
+    ignore = (ROOT / ".dockerignore").read_text("utf-8").split()
+    assert "*" in ignore
+    dockerfile = (ROOT / "Dockerfile").read_text("utf-8")
+    for line in re.findall(r"^COPY (.+)$", dockerfile, re.M):
+        *sources, _ = line.split()
+        for source in sources:
+            assert f"!{source}" in ignore and (ROOT / source).exists(), source
