@@ -29,6 +29,7 @@ from proxy.server import chat, middlewares
 from proxy.server.appkeys import Lifecycle
 from proxy.server.events import EventEmitter
 from proxy.server.metrics import Metrics
+from proxy.tally import tally
 from proxy.types import JSON, Turn
 
 
@@ -60,7 +61,7 @@ def skip_pipeline(patches: Patches) -> None:
     """`ContextEngine.prepare` sends the client's body as it came: no stage, no lineage."""
 
     async def prepare(self: ContextEngine, body: JSON, *, turn: Turn, **_: Any) -> Prepared:
-        return Prepared(turn, body, (), "", 0, 0)
+        return Prepared(turn, body, (), "", 0, 0, tally(()))
 
     patches.replace(ContextEngine, "prepare", prepare)
 

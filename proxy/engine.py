@@ -22,6 +22,7 @@ from proxy.ports import StateStore, WorkspaceSource
 from proxy.settings import UpstreamSettings
 from proxy.stack import Stack
 from proxy.stages.compact import should_compact, soft_threshold, threshold_tokens
+from proxy.tally import Tally, tally
 from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction, Turn
 from proxy.usage import Usage
 
@@ -41,6 +42,8 @@ class Prepared(NamedTuple):
     lineage: str
     threshold: int
     covers: int
+    tally: Tally
+    """`reports` summed (`proxy.tally`)."""
     compaction: CompactionOutcome | None = None
     store_degraded: bool = False
 
@@ -131,13 +134,15 @@ class ContextEngine:
         ):
             self._start_background(self._job(stack, client, draft, turn, applied, api_key))
         body_out, after = stack.finish(draft, turn, client_messages=body["messages"])
+        reports.extend(after)
         return Prepared(
             turn=turn,
             body=body_out,
-            reports=(*reports, *after),
+            reports=tuple(reports),
             lineage=line,
             threshold=threshold,
             covers=covers,
+            tally=tally(reports),
             compaction=outcome,
             store_degraded=store_degraded,
         )
@@ -176,12 +181,11 @@ class ContextEngine:
 
         Returns how many could not be stored (the store is down): those ids will 404."""
         lost = 0
-        for report in prepared.reports:
-            for output_id, text in report.outputs.items():
-                try:
-                    await self.store.put_output(prepared.turn.tenant, output_id, text)
-                except StoreUnavailable:
-                    lost += 1
+        for output_id, text in prepared.tally.outputs.items():
+            try:
+                await self.store.put_output(prepared.turn.tenant, output_id, text)
+            except StoreUnavailable:
+                lost += 1
         return lost
 
     async def record(
@@ -208,12 +212,15 @@ class ContextEngine:
         counters = {
             "requests": 1,
             "compactions": int(done),
-            "chars_pruned": count(prepared.reports, "chars_pruned"),
+            "chars_pruned": prepared.tally.chars_pruned,
         }
-        decisions = {k: v for r in prepared.reports for k, v in r.decisions.items()}
         try:
             await self.store.record_turn(
-                turn.tenant, turn.session, fields=fields, counters=counters, decisions=decisions
+                turn.tenant,
+                turn.session,
+                fields=fields,
+                counters=counters,
+                decisions=prepared.tally.decisions,
             )
         except StoreUnavailable:
             return False
@@ -242,11 +249,6 @@ class ContextEngine:
             use_transcript=turn.cache_style == "none",
             settings=stack.tenant.compact,
         )
-
-
-def count(reports: tuple[StageReport, ...], name: str) -> int:
-    """A counter summed over every stage report."""
-    return sum(r.counters.get(name, 0) for r in reports)
 
 
 def _applied(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None:

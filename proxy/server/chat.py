@@ -6,7 +6,7 @@ import time
 
 from aiohttp import web
 
-from proxy.engine import ContextEngine, Prepared, count
+from proxy.engine import ContextEngine, Prepared
 from proxy.errors import CtxProxyError
 from proxy.identity import session_id
 from proxy.pipeline import draft_from_body
@@ -138,7 +138,7 @@ def ctx_headers(prepared: Prepared, session: str, *, degraded: bool) -> dict[str
     headers = {
         "X-Ctx-Session": session,
         "X-Ctx-Compacted": "1" if done else "0",
-        "X-Ctx-Pruned-Chars": str(count(prepared.reports, "chars_pruned")),
+        "X-Ctx-Pruned-Chars": str(prepared.tally.chars_pruned),
         "X-Ctx-Last-Prompt-Tokens": str(state.int_field("last_prompt_tokens")),
         "X-Ctx-Cached-Tokens": str(state.int_field("last_cached_tokens")),
     }

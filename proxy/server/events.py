@@ -84,15 +84,13 @@ def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
 def stage_summary(trace: Trace) -> str:
     """Compact JSON `{stage: {counter: n}}` with zero counters left out; a skipped stage shows
     `{"skipped": "<exception type>"}`."""
-    summary: dict[str, dict[str, int | str]] = {}
-    for report in trace.prepared.reports:
-        counters: dict[str, int | str] = {}
-        for name, value in report.counters.items():  # a loop: cheaper than a comprehension here
-            if value:
-                counters[name] = value
-        if report.skipped:
-            counters["skipped"] = report.skipped
-        summary[report.stage] = counters
+    tally = trace.prepared.tally
+    if not tally.skipped:
+        return orjson.dumps(tally.stages).decode()
+    summary = {
+        stage: {**counters, "skipped": tally.skipped[stage]} if stage in tally.skipped else counters
+        for stage, counters in tally.stages.items()
+    }
     return orjson.dumps(summary).decode()
 
 

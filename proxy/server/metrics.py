@@ -21,7 +21,7 @@ from proxy.errors import CtxProxyError
 from proxy.server.appkeys import ENGINE, caller_of
 from proxy.server.metric_series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe import Trace
-from proxy.types import StageReport
+from proxy.tally import Tally
 from proxy.usage import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -105,7 +105,7 @@ class Metrics:
             self.stream_errors.labels(tenant).value += 1
         if relayed.usage is not None:
             per_tenant.add_tokens(relayed.usage)
-        self._stages(per_tenant, trace.prepared.reports)
+        self._stages(per_tenant, trace.prepared.tally)
         if trace.prepared.compaction is not None:
             self._compaction(trace, trace.prepared.compaction)
         if trace.retried_overflow:
@@ -118,14 +118,13 @@ class Metrics:
         series = self._tenants[tenant] = _TenantSeries(self, tenant)
         return series
 
-    def _stages(self, per_tenant: _TenantSeries, reports: tuple[StageReport, ...]) -> None:
+    def _stages(self, per_tenant: _TenantSeries, tally: Tally) -> None:
         counters = per_tenant.stage_counters
-        for name, amount in stage_totals(reports).items():
+        for name, amount in stage_totals(tally).items():
             if amount > 0:  # a counter never goes down (prometheus_client raised on one)
                 counters[name].value += amount
-        for report in reports:
-            if report.skipped:
-                self.skipped.labels(report.stage).value += 1
+        for stage in tally.skipped:
+            self.skipped.labels(stage).value += 1
 
     def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
         tenant, status, reason = trace.tenant, outcome.status, outcome.reason
@@ -170,20 +169,21 @@ class _TenantSeries:
             completion.value += usage.completion_tokens
 
 
-def stage_totals(reports: tuple[StageReport, ...]) -> dict[str, int]:
-    """The non-zero stage counters the metrics add up, in one pass over the reports: `SUMMED`
-    over every stage, `OWN_COUNTERS` from their stage only, and `persisted_chars` (the length of
-    every persisted output)."""
+def stage_totals(tally: Tally) -> dict[str, int]:
+    """The non-zero stage counters the metrics add up: `SUMMED` over every stage,
+    `OWN_COUNTERS` from their stage only, and `persisted_chars` (the length of every persisted
+    output)."""
     totals: dict[str, int] = {}
-    for report in reports:
-        wanted = OWN_COUNTERS.get(report.stage, SUMMED)
-        for name, value in report.counters.items():
-            if value and name in wanted:
-                totals[name] = totals.get(name, 0) + value
-        if report.outputs:
-            persisted = sum(map(len, report.outputs.values()))
-            if persisted:
-                totals["persisted_chars"] = totals.get("persisted_chars", 0) + persisted
+    for stage, counters in tally.stages.items():
+        if counters:
+            wanted = OWN_COUNTERS.get(stage, SUMMED)
+            for name, value in counters.items():
+                if name in wanted:
+                    totals[name] = totals.get(name, 0) + value
+    if tally.outputs:
+        persisted = sum(map(len, tally.outputs.values()))
+        if persisted:
+            totals["persisted_chars"] = persisted
     return totals
 
 

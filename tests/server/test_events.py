@@ -14,6 +14,7 @@ from proxy.server.appkeys import LIFECYCLE
 from proxy.server.events import request_event
 from proxy.server.observe import Trace
 from proxy.server.relay import Relayed
+from proxy.tally import tally
 from proxy.types import StageReport, Turn
 from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer
@@ -27,7 +28,8 @@ CONTENT = "MY-PRIVATE-CONTENT"
 
 def trace_of(*reports: StageReport, prepare_s: float, upstream_s: float) -> Trace:
     prepared = Prepared(turn=Turn("t", "s", "m", now=0.0), body={"messages": []},
-                        reports=reports, lineage="", threshold=0, covers=0)
+                        reports=reports, lineage="", threshold=0, covers=0,
+                        tally=tally(reports))
     return Trace(tenant="t", session="s", model="m", stream=False, status=200, prepared=prepared,
                  relayed=Relayed(usage=None, completed=True), messages_in=1,
                  prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)

@@ -17,6 +17,7 @@ from proxy.server.keys import digest
 from proxy.server.metrics import LATENCY_BUCKETS, Metrics, stage_totals
 from proxy.server.observe import Trace
 from proxy.server.relay import Relayed
+from proxy.tally import tally
 from proxy.types import StageReport, Turn
 from proxy.usage import Usage
 from tests.fakes.openai_upstream import Reply
@@ -45,7 +46,8 @@ def tool_history(sizes: list[int], *, question: str = "read the files") -> list[
 def trace_of(*reports: StageReport, prepare_s: float = 0.001, upstream_s: float = 0.02,
              usage: Usage | None = None) -> Trace:
     prepared = Prepared(turn=Turn("default", "s", "m", now=0.0), body={"messages": []},
-                        reports=reports, lineage="", threshold=0, covers=0)
+                        reports=reports, lineage="", threshold=0, covers=0,
+                        tally=tally(reports))
     return Trace(tenant="default", session="s", model="m", stream=False, status=200,
                  prepared=prepared, relayed=Relayed(usage=usage, completed=True), messages_in=1,
                  prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)
@@ -162,7 +164,7 @@ def test_stage_totals_sum_cuts_over_all_stages_and_own_counters_from_their_stage
         StageReport("validate", {"repairs": 3, "client_violations": 0}),
         StageReport("other", {"pruned": 1, "chars_saved": 1000, "repairs": 9, "sections": 4}),
     )
-    assert stage_totals(reports) == {
+    assert stage_totals(tally(reports)) == {
         "chars_pruned": 500, "pruned": 3, "chars_saved": 70, "persisted": 1,
         "persisted_chars": 42, "repairs": 3,
     }
