@@ -28,9 +28,15 @@ class Lifecycle:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     streams: set[asyncio.Task[Any]] = field(default_factory=set)
     streams_stopped: bool = False
+    _loop: asyncio.AbstractEventLoop | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        # The loop's own `create_task`: `asyncio.create_task` looks the loop up, and on 3.11
+        # that costs a `getpid` system call per request.
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
+        task: asyncio.Task[None] = loop.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
