@@ -254,3 +254,17 @@ async def test_a_tenants_series_exist_from_its_first_request_its_tokens_from_its
     tokens = {dict(labels)["kind"]: count for (name, labels), count in rendered(metrics).items()
               if name == "ctxproxy_tokens_total"}
     assert tokens == {"prompt": 7, "cached": 0, "cache_creation": 0, "completion": 0}
+
+
+async def test_a_skipped_stage_is_counted_by_stage_and_its_other_counters_still_add_up() -> None:
+    metrics = Metrics()
+    await metrics.on_request(trace_of(
+        StageReport("bootstrap", skipped="OSError"),
+        StageReport("prune", {"chars_pruned": 30, "pruned": 1}),
+    ))
+    await metrics.on_request(trace_of(StageReport("bootstrap", skipped="KeyError")))
+    samples = rendered(metrics)
+    assert value(samples, "ctxproxy_stage_skipped_total", stage="bootstrap") == 2
+    assert value(samples, "ctxproxy_stage_skipped_total", stage="prune") == 0
+    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
+                 stage="prune") == 30
