@@ -28,7 +28,7 @@ import aiohttp
 
 from benchmarks import ablations, targets
 from benchmarks.common import PYTHON, ROOT, free_port, stop, wait_port
-from benchmarks.payloads import encoded_bodies
+from benchmarks.payloads import SIZES, encoded_bodies
 
 WARM_UP = 50
 
@@ -80,8 +80,11 @@ def measure(
     off: Sequence[str] = (),
     tmp: Path | None = None,
 ) -> float:
-    """Instructions per request; `tmp` holds the config and dumps (a fresh directory if None)."""
-    tmp = tmp or Path(tempfile.mkdtemp(prefix="bench-instructions-"))
+    """Instructions per request; `tmp` holds the config and dumps (if None, a fresh directory,
+    removed afterwards)."""
+    if tmp is None:
+        with tempfile.TemporaryDirectory(prefix="bench-instructions-") as fresh:
+            return measure(name, size, stream, requests, off=off, tmp=Path(fresh))
     body = encoded_bodies()[(size, stream)]
     with targets.upstream(tmp) as up:
         port = free_port()
@@ -106,12 +109,13 @@ def measure(
 
 
 def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
-    """The benchmark section: ctxproxy and the pass-through, small and agentic bodies."""
+    """The benchmark section: ctxproxy and the pass-through, small, agentic and (unless `quick`)
+    coding bodies."""
     if shutil.which("valgrind") is None:
         return {"skipped": "valgrind is not installed"}
     requests = 40 if quick else 100
     rows = []
-    for size in ("small", "agentic"):
+    for size in ("small", "agentic") if quick else ("small", "agentic", "coding"):
         base = measure("passthrough", size, False, requests)
         mine = measure("ctxproxy", size, False, requests)
         rows += [{"size": size, "target": "aiohttp pass-through", "instructions": base},
@@ -123,7 +127,7 @@ def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions")
     parser.add_argument("--target", choices=("ctxproxy", "passthrough"), default="ctxproxy")
-    parser.add_argument("--size", default="small")
+    parser.add_argument("--size", choices=SIZES, default="small")
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--off", default="", help="ctxproxy ablations, e.g. pipeline,task")
