@@ -2,15 +2,9 @@
 
 Only ports are used here (`StateStore`, `Summarizer`); every decision is a pure function of
 `proxy.stages.compact`. Outcomes, never exceptions: a failed compaction leaves the request as it
-was (`messages` = the working history) and nothing stored.
-
-Index mapping. The plan is computed on the *working* history (after the stored compaction was
-applied, budgets and pruning), but a stored compaction covers a prefix of the *client's* history.
-Budgets and pruning edit tool contents, never the number or order of messages, so when a stored
-compaction `applied` (covering `c` client messages with a replacement of `r` messages) was used,
-`working == replacement + client[c:]` message by message, and `working[:split]` stands for
-`client[:c + split - r]`. Without one, `working[i]` is `client[i]`. A split inside the replacement
-(`split <= r`) would only re-summarize the summary: nothing to do.
+was (`messages` = the working history) and nothing stored. The job, its outcome and the mapping
+of working indices to client ones are in `proxy.compaction_job`; the summary step is in
+`proxy.compaction_summary`.
 """
 
 from __future__ import annotations
@@ -20,81 +14,23 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
 
 import orjson
 
+from proxy.compaction_job import CompactionJob, CompactionOutcome, Status, client_covers
+from proxy.compaction_summary import compacted_history, summarize
 from proxy.history import history_salt
 from proxy.ports import StateStore, Summarizer
 from proxy.stages import compact as decide
-from proxy.stages import summary_request
 from proxy.stages.compact import CompactionPlan, CompactSettings
 from proxy.types import JSON, Message, StoredCompaction
 
+__all__ = ["CompactionJob", "CompactionOutcome", "Compactor", "client_covers"]
+
 log = logging.getLogger(__name__)
 
-Status = Literal["done", "skipped", "failed"]
 SummarizerSource = Mapping[str, Summarizer] | Callable[[str], Summarizer]
-OnDone = Callable[["CompactionOutcome"], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """`done`: `messages` is the compacted working history and `compaction` was stored.
-    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
-
-    status: Status
-    reason: str
-    messages: tuple[Message, ...]
-    compaction: StoredCompaction | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionJob:
-    """Everything one compaction needs.
-
-    `client_history` / `client_system`: the client's messages as sent (history = after the
-    leading system messages); `working`: the history after the stored compaction `applied`,
-    budgets and pruning; `prefix_body_for(messages)` renders a history prefix to the body that
-    would be sent upstream (system content, tools); `upstream` names the tenant's upstream, used
-    when `settings.summarizer_upstream` is unset; `use_transcript` asks for the plain-transcript
-    prompt (upstreams without prompt caching); `settings` overrides the compactor's.
-    """
-
-    tenant: str
-    session: str
-    client_history: tuple[Message, ...]
-    client_system: tuple[Message, ...]
-    working: tuple[Message, ...]
-    prefix_body_for: Callable[[Sequence[Message]], JSON]
-    model: str
-    api_key: str | None
-    applied: StoredCompaction | None = None
-    upstream: str | None = None
-    use_transcript: bool = False
-    settings: CompactSettings | None = None
-
-    def detached(self) -> CompactionJob:
-        """A deep copy of the message lists, for a task that outlives the request."""
-        history, system, working = orjson.loads(
-            orjson.dumps([self.client_history, self.client_system, self.working])
-        )
-        return replace(
-            self, client_history=tuple(history), client_system=tuple(system), working=tuple(working)
-        )
-
-
-def client_covers(
-    split: int, *, applied: StoredCompaction | None, working_len: int, client_len: int
-) -> int | None:
-    """How many client messages `working[:split]` stands for (see the module docstring); None
-    when the split falls inside the applied replacement or the two lists do not line up."""
-    replaced = len(applied.replacement) if applied else 0
-    covered = applied.covers if applied else 0
-    if split <= replaced or working_len - replaced != client_len - covered:
-        return None
-    return covered + split - replaced
+OnDone = Callable[[CompactionOutcome], Awaitable[None]]
 
 
 class Compactor:
@@ -180,10 +116,10 @@ class Compactor:
             archive_id = await self._store.archive(job.tenant, job.session, raw)
         except Exception:
             return _outcome(job, "failed", "archive")
-        summary, reason = await _summarize(job, settings, plan, summarizer)
+        summary, reason = await summarize(job, settings, plan, summarizer)
         if not summary:
             return _outcome(job, "failed", reason)
-        messages = _compacted(job, settings, plan, covers, summary)
+        messages = compacted_history(job, settings, plan, covers, summary)
         replacement = messages[: len(messages) - (len(job.working) - plan.split)]
         compaction = decide.make_compaction(
             job.client_history,
@@ -250,44 +186,6 @@ class Compactor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _summarize(
-    job: CompactionJob, settings: CompactSettings, plan: CompactionPlan, summarizer: Summarizer
-) -> tuple[str, str]:
-    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`, `empty_summary`)."""
-    prefix, model = job.working[: plan.split], job.model
-    try:
-        if job.use_transcript:
-            body = summary_request.build_transcript_body(prefix, settings=settings, model=model)
-        else:
-            body = summary_request.build_summary_body(
-                job.prefix_body_for(prefix), settings=settings, model=model
-            )
-    except Exception:
-        return "", "render"
-    try:
-        async with asyncio.timeout(settings.timeout_s):
-            text = await summarizer.complete(body, api_key=job.api_key)
-    except TimeoutError:
-        return "", "timeout"
-    except Exception as exc:
-        log.warning("summarizer failed: %s", type(exc).__name__)
-        return "", "summarizer"
-    summary = summary_request.extract_summary(text or "")
-    return summary, "" if summary else "empty_summary"
-
-
-def _compacted(
-    job: CompactionJob, settings: CompactSettings, plan: CompactionPlan, covers: int, summary: str
-) -> list[Message]:
-    """Summary, preserved tool content (taken from the client's unpruned messages), kept part."""
-    if job.applied is not None:
-        source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
-    else:
-        source = list(job.client_history[:covers])
-    preserved = decide.preserved_tool_content(source, settings=settings)
-    return decide.splice_summary(job.working, plan, summary, preserved=preserved)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:
