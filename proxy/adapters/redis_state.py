@@ -1,25 +1,21 @@
 """`StateStore` on Redis (redis.asyncio): a pool, short per-operation timeouts, a breaker.
 
-Every operation is one pipelined round trip, bounded as a whole by `op_timeout_s` (a frozen
-server accepts connections and never answers). Any Redis failure raises `StoreUnavailable` and
-opens a breaker for `breaker_s`, during which calls fail at once instead of waiting on a dead
-server. Once it has elapsed, one call (the probe) tries Redis while the others still fail at once;
-a probe that succeeds closes the breaker, so state features resume by themselves and a dead server
-costs one timeout per breaker period, not one per request in flight.
+Every operation is one pipelined round trip, run through the `Breaker` of
+`proxy.adapters.redis_breaker` (its docstring tells what a failure does); any Redis failure
+raises `StoreUnavailable`. The operator's reads are in `proxy.adapters.redis_admin`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
 
+from proxy.adapters import redis_admin
+from proxy.adapters.redis_breaker import Breaker
 from proxy.adapters.redis_codec import (
     FENCED_SAVE,
     RELEASE_LOCK,
@@ -30,8 +26,6 @@ from proxy.adapters.redis_codec import (
 from proxy.adapters.redis_keys import Keys
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, SessionState, StoredCompaction
-
-T = TypeVar("T")
 
 
 class RedisStore:
@@ -47,7 +41,6 @@ class RedisStore:
         archive_max: int = 1_000,
     ) -> None:
         self._url = url
-        self._op_timeout_s = op_timeout_s
         # redis-py types its replies as unions of every RESP shape; we decode at this edge.
         self._redis: Any = aioredis.Redis.from_url(
             url,
@@ -58,9 +51,7 @@ class RedisStore:
         )
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
-        self._breaker_s = breaker_s
-        self._open_until = 0.0
-        self._probing = False
+        self._breaker = Breaker(op_timeout_s=op_timeout_s, breaker_s=breaker_s)
         self._events_max = events_max
         self._archive_max = archive_max
         self._fenced_save = self._redis.register_script(FENCED_SAVE)
@@ -68,28 +59,11 @@ class RedisStore:
 
     @property
     def degraded(self) -> bool:
-        return self._probing or time.monotonic() < self._open_until
-
-    async def _guard(self, op: Callable[[], Awaitable[T]]) -> T:
-        if self.degraded:
-            raise StoreUnavailable("state store unavailable (breaker open)")
-        probe = self._open_until > 0.0
-        self._probing = probe
-        try:
-            async with asyncio.timeout(self._op_timeout_s):
-                result = await op()
-        except (RedisError, OSError, TimeoutError) as exc:
-            self._open_until = time.monotonic() + self._breaker_s
-            raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
-        finally:
-            if probe:
-                self._probing = False
-        self._open_until = 0.0
-        return result
+        return self._breaker.degraded
 
     async def ping(self) -> bool:
         try:
-            return bool(await self._guard(self._redis.ping))
+            return bool(await self._breaker.call(self._redis.ping))
         except StoreUnavailable:
             return False
 
@@ -103,7 +77,7 @@ class RedisStore:
             pipe.hgetall(key(tenant, session, "compactions"))
             return list(await pipe.execute())
 
-        state, decisions, compactions = await self._guard(op)
+        state, decisions, compactions = await self._breaker.call(op)
         return SessionState(
             fields=decode_hash(state),
             decisions=decode_hash(decisions),
@@ -136,7 +110,7 @@ class RedisStore:
                 pipe.expire(name, self._ttl)
             await pipe.execute()
 
-        await self._guard(op)
+        await self._breaker.call(op)
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         raw = self._keys.session(tenant, session, "raw")
@@ -148,7 +122,7 @@ class RedisStore:
             entry_id, _ = await pipe.execute()
             return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
 
-        return await self._guard(op)
+        return await self._breaker.call(op)
 
     async def save_compaction(
         self,
@@ -174,7 +148,7 @@ class RedisStore:
         async def op() -> bool:
             return bool(await self._fenced_save(keys=keys, args=args))
 
-        return await self._guard(op)
+        return await self._breaker.call(op)
 
     async def acquire_lock(self, tenant: str, session: str, *, ttl_ms: int) -> str | None:
         token = secrets.token_hex(16)
@@ -183,7 +157,7 @@ class RedisStore:
         async def op() -> bool:
             return bool(await self._redis.set(lock, token, nx=True, px=ttl_ms))
 
-        return token if await self._guard(op) else None
+        return token if await self._breaker.call(op) else None
 
     async def release_lock(self, tenant: str, session: str, token: str) -> None:
         lock = self._keys.session(tenant, session, "lock")
@@ -191,20 +165,20 @@ class RedisStore:
         async def op() -> None:
             await self._release(keys=[lock], args=[token])
 
-        await self._guard(op)
+        await self._breaker.call(op)
 
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
         async def op() -> None:
             await self._redis.set(self._keys.output(tenant, output_id), text, ex=self._ttl)
 
-        await self._guard(op)
+        await self._breaker.call(op)
 
     async def get_output(self, tenant: str, output_id: str) -> str | None:
         async def op() -> bytes | None:
             found: bytes | None = await self._redis.get(self._keys.output(tenant, output_id))
             return found
 
-        found = await self._guard(op)
+        found = await self._breaker.call(op)
         return None if found is None else found.decode()
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
@@ -216,68 +190,25 @@ class RedisStore:
             pipe.expire(events, self._ttl)
             await pipe.execute()
 
-        await self._guard(op)
+        await self._breaker.call(op)
 
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
     ) -> list[tuple[str, dict[str, str]]]:
-        # A blocking read needs its own connection whose timeout outlasts the block.
-        reader: Any = aioredis.Redis.from_url(self._url, socket_timeout=block_ms / 1000 + 1)
-        try:
-            found = await reader.xread(
-                {self._keys.events(): last_id}, count=count, block=block_ms or None
-            )
-        except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
-        finally:
-            await reader.aclose()
-        return [
-            (entry_id.decode(), decode_hash(fields))
-            for _, entries in found or []
-            for entry_id, fields in entries
-        ]
+        return await redis_admin.read_events(
+            self._url, self._keys, last_id, block_ms=block_ms, count=count
+        )
 
     async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
-        async def op() -> list[dict[str, str]]:
-            tenants = (
-                [tenant]
-                if tenant
-                else sorted(t.decode() for t in await self._redis.smembers(self._keys.tenants()))
-            )
-            pipe = self._redis.pipeline(transaction=False)
-            for name in tenants:
-                pipe.zrevrange(self._keys.sessions(name), 0, limit - 1)
-            ranked = await pipe.execute()
-            pipe = self._redis.pipeline(transaction=False)
-            for name, sessions in zip(tenants, ranked, strict=True):
-                for sid in sessions:
-                    pipe.hgetall(self._keys.session(name, sid.decode(), "state"))
-            rows = [decode_hash(h) for h in await pipe.execute() if h]
-            rows.sort(key=lambda r: float(r.get("updated_at", 0)), reverse=True)
-            return rows[:limit]
-
-        return await self._guard(op)
+        return await self._breaker.call(
+            lambda: redis_admin.list_sessions(self._redis, self._keys, tenant, limit=limit)
+        )
 
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
-        key = self._keys.session
-
-        async def op() -> list[Any]:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.hgetall(key(tenant, session, "state"))
-            pipe.hgetall(key(tenant, session, "compactions"))
-            pipe.xlen(key(tenant, session, "raw"))
-            pipe.strlen(key(tenant, session, "snapshot"))
-            return list(await pipe.execute())
-
-        state, compactions, archived, snapshot = await self._guard(op)
-        if not state:
-            return None
-        return {
-            "state": decode_hash(state),
-            "compactions": [orjson.loads(v) for v in compactions.values()],
-            "archive_entries": int(archived),
-            "snapshot_bytes": int(snapshot),
-        }
+        replies = await self._breaker.call(
+            lambda: redis_admin.fetch_session_detail(self._redis, self._keys, tenant, session)
+        )
+        return redis_admin.session_detail_from(replies)
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -1,0 +1,54 @@
+"""The Redis store's circuit breaker and per-operation timeout.
+
+`call(op)` bounds one operation as a whole by `op_timeout_s` (a frozen server accepts connections
+and never answers). Any Redis failure raises `StoreUnavailable` and opens the breaker for
+`breaker_s`, during which calls fail at once instead of waiting on a dead server. Once it has
+elapsed, one call (the probe) tries Redis while the others still fail at once; a probe that
+succeeds closes the breaker, so state features resume by themselves and a dead server costs one
+timeout per breaker period, not one per request in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from redis.exceptions import RedisError
+
+from proxy.errors import StoreUnavailable
+
+T = TypeVar("T")
+
+
+class Breaker:
+    def __init__(self, *, op_timeout_s: float, breaker_s: float) -> None:
+        self._op_timeout_s = op_timeout_s
+        self._breaker_s = breaker_s
+        self._open_until = 0.0
+        self._probing = False
+
+    @property
+    def degraded(self) -> bool:
+        """True while the breaker is open or a probe is in flight."""
+        return self._probing or time.monotonic() < self._open_until
+
+    async def call(self, op: Callable[[], Awaitable[T]]) -> T:
+        """`op()`'s result; raises `StoreUnavailable` at once while degraded, or on a Redis
+        error, an OS error or the timeout (which open the breaker)."""
+        if self.degraded:
+            raise StoreUnavailable("state store unavailable (breaker open)")
+        probe = self._open_until > 0.0
+        self._probing = probe
+        try:
+            async with asyncio.timeout(self._op_timeout_s):
+                result = await op()
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._open_until = time.monotonic() + self._breaker_s
+            raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
+        finally:
+            if probe:
+                self._probing = False
+        self._open_until = 0.0
+        return result
