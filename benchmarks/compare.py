@@ -1,9 +1,9 @@
 """A quick A/B of ctxproxy against the bare pass-through, for performance work.
 
-`python -m benchmarks.compare [--sizes small,agentic] [--rounds 4] [--duration 1]` runs the
-overhead section's cells for direct, the pass-through and ctxproxy only, interleaved, and prints
-ctxproxy's CPU per request over the pass-through's and its added TTFB at c=1 — the figures of
-the targets, without nginx and LiteLLM.
+`python -m benchmarks.compare [--sizes small,agentic,coding] [--levels 1,16] [--rounds 4]
+[--duration 1]` runs the overhead section's cells for direct, the pass-through and ctxproxy only,
+interleaved, and prints ctxproxy's CPU per request over the pass-through's and its added TTFB at
+c=1 — the figures of the targets, without nginx and LiteLLM.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks import targets
 from benchmarks.overhead import Cell, LoadGen, run_cells, warm_up
+from benchmarks.payloads import SIZES
 from benchmarks.report_tables import ratios
 from benchmarks.targets import Target
 
@@ -29,6 +30,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=0.8)
     args = parser.parse_args()
     sizes = args.sizes.split(",")
+    if unknown := sorted(set(sizes) - set(SIZES)):
+        parser.error(f"unknown sizes {', '.join(unknown)} (known: {', '.join(SIZES)})")
     levels = [int(c) for c in args.levels.split(",")]
     cells = [Cell(s, st, c) for s, st, c in itertools.product(sizes, (False, True), levels)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-compare-"))
@@ -42,7 +45,7 @@ def main() -> None:
         ]
         gen = LoadGen()
         try:
-            warm_up(gen, found, quick=True)
+            warm_up(gen, found, sizes)
             rows = run_cells(gen, up, found, cells, rounds=args.rounds, duration=args.duration)
         finally:
             gen.close()

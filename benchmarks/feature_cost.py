@@ -1,11 +1,11 @@
 """Where ctxproxy's extra instructions go: ctxproxy with one feature switched off at a time.
 
-`python -m benchmarks.feature_cost [--quick] [--size small|agentic]` measures, under callgrind
-(`benchmarks/instructions.py`), the aiohttp pass-through, ctxproxy as it is, ctxproxy with each
-ablation of `benchmarks/ablations.py` applied alone, and with all of them at once, then prints
-what each feature costs: instructions per request with it on minus with it off, and that cost's
-share of ctxproxy's extra over the pass-through. ctxproxy as it is runs first and last: how far
-apart the two are is the noise (a few k at 100 requests, about 1 k at 300), or a sign that
+`python -m benchmarks.feature_cost [--quick] [--size small|agentic|coding]` measures, under
+callgrind (`benchmarks/instructions.py`), the aiohttp pass-through, ctxproxy as it is, ctxproxy
+with each ablation of `benchmarks/ablations.py` applied alone, and with all of them at once, then
+prints what each feature costs: instructions per request with it on minus with it off, and that
+cost's share of ctxproxy's extra over the pass-through. ctxproxy as it is runs first and last: how
+far apart the two are is the noise (a few k at 100 requests, about 1 k at 300), or a sign that
 proxy/ changed during the run: it measures the working tree, so when others are editing it, run
 it in a clone (`git clone --shared`). ~10 s per measurement.
 """
@@ -79,7 +79,7 @@ def revision() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.feature_cost")
     parser.add_argument("--quick", action="store_true", help="100 requests per measurement")
-    parser.add_argument("--size", choices=("small", "agentic"), default="small")
+    parser.add_argument("--size", choices=("small", "agentic", "coding"), default="small")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-features-") as tmp:
         result = run(Path(tmp), quick=args.quick, size=args.size)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +102,14 @@ def measure(gen: LoadGen, target: Target, upstream: Target, cell: Cell,
 
 
 def cells_for(quick: bool) -> list[Cell]:
+    """Every size and mode at c = 1, 16, 64; coding at 1 and 16 only; `quick`: no large, no
+    coding, no c = 64."""
     sizes = ("small", "agentic") if quick else ("small", "agentic", "large")
     levels = (1, 16) if quick else (1, 16, 64)
-    return [Cell(s, st, c) for s, st, c in itertools.product(sizes, (False, True), levels)]
+    cells = [Cell(s, st, c) for s, st, c in itertools.product(sizes, (False, True), levels)]
+    if not quick:
+        cells += [Cell("coding", st, c) for st, c in itertools.product((False, True), (1, 16))]
+    return cells
 
 
 @contextlib.contextmanager
@@ -140,9 +145,9 @@ def run_cells(gen: LoadGen, up: Target, found: list[Target], cells: list[Cell], 
     return rows
 
 
-def warm_up(gen: LoadGen, found: list[Target], quick: bool) -> None:
+def warm_up(gen: LoadGen, found: list[Target], sizes: Sequence[str]) -> None:
     for target in found:
-        for size in ("small", "agentic") if quick else ("small", "agentic", "large"):
+        for size in sizes:
             gen.run(target.url, Cell(size, False, 2), 0.3)
             gen.run(target.url, Cell(size, True, 2), 0.2)
 
@@ -152,11 +157,12 @@ def run(tmp: Path, *, quick: bool, with_litellm: bool = True) -> dict[str, Any]:
     with all_targets(tmp, with_litellm=with_litellm) as (up, found):
         gen = LoadGen()
         try:
-            warm_up(gen, found, quick)
+            cells = cells_for(quick)
+            warm_up(gen, found, list(dict.fromkeys(c.size for c in cells)))
             ceiling = run_cells(gen, up, found[:1], [Cell("small", False, 16),
                                                      Cell("small", False, 64)],
                                 rounds=1, duration=1.0)
-            rows = run_cells(gen, up, found, cells_for(quick), rounds=rounds, duration=duration)
+            rows = run_cells(gen, up, found, cells, rounds=rounds, duration=duration)
         finally:
             gen.close()
     return {"ceiling": ceiling, "rows": rows, "targets": [t.name for t in found],

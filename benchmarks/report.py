@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.payloads import SIZES
 from benchmarks.report_tables import (
     cache_table,
     features_table,
@@ -65,7 +66,7 @@ COLORS = {"direct": "tab:grey", "aiohttp pass-through": "tab:blue", "nginx": "ta
 
 
 def _bars(ax: Any, rows: list[dict[str, Any]], key: str, title: str, *, log: bool) -> None:
-    sizes = [s for s in ("small", "agentic", "large") if any(r["size"] == s for r in rows)]
+    sizes = [s for s in SIZES if any(r["size"] == s for r in rows)]
     names = list(dict.fromkeys(r["target"] for r in rows if r["target"] != "direct"
                                or key == "rps"))
     width = 0.8 / max(len(names), 1)
