@@ -167,11 +167,11 @@ def no_header_filter(patches: Patches) -> None:
 
 
 def no_body_checks(patches: Patches) -> None:
-    """`chat.read_chat_body` only parses: no nesting, shape or routing-key checks."""
+    """`chat.read_chat_body` only parses: no nesting, shape, routing-key or marker checks."""
 
-    async def read_chat_body(request: web.Request) -> JSON:
+    async def read_chat_body(request: web.Request) -> tuple[JSON, bool]:
         body: JSON = orjson.loads(await request.read())
-        return body
+        return body, True  # unscanned: the pipeline looks for markers itself
 
     patches.replace(chat, "read_chat_body", read_chat_body)
 

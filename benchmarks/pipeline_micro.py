@@ -28,7 +28,7 @@ from proxy.types import JSON, Turn
 from proxy.usage import Usage
 
 SESSION = "micro"
-SIZES = ("small", "agentic")
+SIZES = ("small", "agentic", "coding")
 
 
 async def steady_turn(engine: ContextEngine, body: dict[str, Any]) -> Turn:

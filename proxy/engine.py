@@ -104,12 +104,15 @@ class ContextEngine:
         force_compact: bool = False,
         store_degraded: bool = False,
         client: Draft | None = None,
+        client_marked: bool = True,
     ) -> Prepared:
         """The outgoing request. With the store down, no tool output is persisted (its id would
         404): budgets then only cut, never replace a result by a `<persisted-output>` block.
 
         `client`: `draft_from_body(body)` when the caller has built it already (it is not
-        built twice); it must be that very draft, unchanged."""
+        built twice); it must be that very draft, unchanged. `client_marked=False` says that
+        no object of `body` has a `cache_control` key: the outgoing body's markers are then
+        known without looking for them, unless a stored summary brought back older messages."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         if client is None:
@@ -133,7 +136,12 @@ class ContextEngine:
             and last >= soft_threshold(threshold, settings=settings)
         ):
             self._start_background(self._job(stack, client, draft, turn, applied, api_key))
-        body_out, after = stack.finish(draft, turn, client_messages=body["messages"])
+        body_out, after = stack.finish(
+            draft,
+            turn,
+            client_messages=body["messages"],
+            client_marked=client_marked or applied is not None or outcome is not None,
+        )
         reports.extend(after)
         return Prepared(
             turn=turn,

@@ -39,15 +39,21 @@ class Stack:
         return cache.render_request(draft, turn, settings=self.tenant.cache)
 
     def finish(
-        self, draft: Draft, turn: Turn, *, client_messages: Sequence[Message]
+        self,
+        draft: Draft,
+        turn: Turn,
+        *,
+        client_messages: Sequence[Message],
+        client_marked: bool = True,
     ) -> tuple[JSON, list[StageReport]]:
         """After-compaction stages, render and validation against what the client sent
-        (`client_messages`); fail-open at every step."""
+        (`client_messages`); fail-open at every step. `client_marked=False`: no object of
+        `draft` has a `cache_control` key (the client sent none, no stored summary was used)."""
         draft, reports = run_stages(self.after, draft, turn)
         markers = None
         try:
             body, report, markers = cache.render_with_markers(
-                draft, turn, settings=self.tenant.cache
+                draft, turn, settings=self.tenant.cache, client_marked=client_marked
             )
         except Exception as exc:  # fail-open: send the plain assembly instead
             body, report = plain_body(draft), StageReport("cache", skipped=type(exc).__name__)

@@ -31,8 +31,8 @@ from proxy.types import JSON
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
     caller_of(request)  # an unknown key is refused before the body is read
-    body = await read_chat_body(request)
-    exchange = await _exchange(request, body, started)
+    body, marked = await read_chat_body(request)
+    exchange = await _exchange(request, body, started, marked=marked)
     try:
         prepared, reply, overflow = await exchange.forward()
     except CtxProxyError as exc:
@@ -64,7 +64,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _exchange(request: web.Request, body: JSON, started: float) -> Exchange:
+async def _exchange(request: web.Request, body: JSON, started: float, *, marked: bool) -> Exchange:
     """Who asks, in which session, with what state: the request's way to the upstream."""
     caller = caller_of(request)
     engine = request.app[ENGINE]
@@ -90,6 +90,7 @@ async def _exchange(request: web.Request, body: JSON, started: float) -> Exchang
         keepalive=KeepAlive(request, {"X-Ctx-Session": session}) if body.get("stream") else None,
         compact_on_overflow=tenant.compact.enabled,
         started=started,
+        client_marked=marked,
     )
 
 

@@ -33,6 +33,8 @@ class Exchange:
     keepalive: KeepAlive | None
     compact_on_overflow: bool
     started: float
+    client_marked: bool = True
+    """False when no object of the client's body has a `cache_control` key."""
     early: web.StreamResponse | None = None
     prepare_s: float = 0.0
     """Time from `started` to the first outgoing body (store, pipeline, compaction)."""
@@ -57,6 +59,7 @@ class Exchange:
             force_compact=force_compact,
             store_degraded=self.degraded,
             client=self.client,
+            client_marked=self.client_marked,
         )
         if self.keepalive is None:
             return await work

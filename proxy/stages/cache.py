@@ -85,18 +85,23 @@ def render_request(
 
 
 def render_with_markers(
-    draft: Draft, turn: Turn, *, settings: CacheSettings
+    draft: Draft, turn: Turn, *, settings: CacheSettings, client_marked: bool = True
 ) -> tuple[JSON, StageReport, list[MarkerPath]]:
-    """`render_request`, and the paths of the body's cache markers (for validation)."""
+    """`render_request`, and the paths of the body's cache markers (for validation).
+
+    `client_marked=False` promises that no object of `draft` has a `cache_control` key: the
+    body is then not searched for the client's markers (only ours can be there)."""
     anthropic = turn.cache_style == "anthropic"
     system = _system_messages(draft.system, parts=anthropic)
     body = body_with_messages(draft.body, [*system, *draft.messages])
     added = 0
     if anthropic:
-        body, added = _place_breakpoints(body, draft.system, len(system), turn, settings)
+        body, added = _place_breakpoints(
+            body, draft.system, len(system), turn, settings, client_marked=client_marked
+        )
     elif turn.cache_style == "openai" and settings.send_prompt_cache_key:
         body.setdefault("prompt_cache_key", f"ctxproxy-{turn.tenant}")
-    markers = find_body_markers(body)
+    markers = find_body_markers(body) if client_marked or added else []
     counters = {
         "breakpoints": len(markers),
         "breakpoints_added": added,
@@ -148,10 +153,17 @@ def _as_parts(message: Message) -> list[JSON]:
 
 
 def _place_breakpoints(
-    body: JSON, system: SystemPrompt, n_system: int, turn: Turn, settings: CacheSettings
+    body: JSON,
+    system: SystemPrompt,
+    n_system: int,
+    turn: Turn,
+    settings: CacheSettings,
+    *,
+    client_marked: bool,
 ) -> tuple[JSON, int]:
     messages: list[Message] = body["messages"]
-    client_marks = [(_order(p), _ttl_of(_at(body, p))) for p in find_body_markers(body)]
+    found = find_body_markers(body) if client_marked else []
+    client_marks = [(_order(p), _ttl_of(_at(body, p))) for p in found]
     floor = min_cacheable_tokens(turn.model, settings=settings) * CHARS_PER_TOKEN
     accepted: list[tuple[tuple[int, ...], Ttl, _Candidate]] = []
     for candidate in _candidates(body, system, n_system):

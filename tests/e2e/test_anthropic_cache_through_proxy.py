@@ -120,3 +120,40 @@ async def test_prompt_too_long_compacts_through_anthropic_and_retries_once(
 
 def _usage(input_tokens: int) -> dict[str, int]:
     return {"input_tokens": input_tokens, "output_tokens": 5}
+
+
+def ttls_in_order(body: dict[str, Any]) -> list[str]:
+    """The TTL of every breakpoint of an Anthropic request, in the API's order (tools, system,
+    messages)."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            marker = value.get("cache_control")
+            if isinstance(marker, dict):
+                found.append(marker.get("ttl", "5m"))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for key in ("tools", "system", "messages"):
+        walk(body.get(key))
+    return found
+
+
+async def test_a_client_one_hour_marker_in_the_history_makes_ours_before_it_one_hour(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=LOW_MINIMUM)
+    long_question = "Explain the design of the parser in detail. " * 60
+    one_hour = {"type": "ephemeral", "ttl": "1h"}
+    asked = {"role": "user", "content": [
+        {"type": "text", "text": long_question, "cache_control": one_hour}]}
+    async with proxy.client() as client:
+        await client.chat.completions.create(model=MODEL, messages=[asked])  # type: ignore[list-item]
+    sent = proxy.fake.received[-1].body
+    ttls = ttls_in_order(sent)
+    assert ttls.count("1h") >= 2, "the client's 1h marker and at least one of ours before it"
+    assert "5m" not in ttls[: len(ttls) - ttls[::-1].index("1h")], "a 5m marker before a 1h one"

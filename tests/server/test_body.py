@@ -45,3 +45,12 @@ def test_check_nesting_refuses_exactly_what_could_not_be_sent_on(
 
 def test_check_nesting_accepts_a_wide_shallow_body() -> None:
     check_nesting({"messages": [{"role": "user", "content": [{"type": "text"}] * 10_000}]})
+
+
+def test_check_nesting_says_whether_some_object_has_a_cache_control_key() -> None:
+    marked = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]}
+    assert check_nesting(marked) is True
+    assert check_nesting({"tools": [{"cache_control": None}], "messages": []}) is True
+    plain = {"messages": [{"role": "user", "content": "cache_control"}], "cache": ["cache_control"]}
+    assert check_nesting(plain) is False

@@ -6,11 +6,18 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from proxy.content import find_body_markers, find_cache_markers
-from proxy.stages.cache import CacheSettings, Ttl, min_cacheable_tokens, render_request
+from proxy.server.body import check_nesting
+from proxy.stages.cache import (
+    CacheSettings,
+    Ttl,
+    min_cacheable_tokens,
+    render_request,
+    render_with_markers,
+)
 from proxy.types import Draft, Message
 from tests.factories import assistant, call, draft, system, tool, turn, user
 
@@ -340,3 +347,16 @@ def test_body_markers_are_the_walks_markers(body: dict[str, Any]) -> None:
 def test_body_markers_walk_what_is_not_plain_json() -> None:
     body = {"tools": [{1: "a", "cache_control": EPHEMERAL}], "extra": ({"cache_control": HOUR},)}
     assert find_body_markers(body) == find_cache_markers(body) == [("tools", 0)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), texts, st.sampled_from(["openai", "anthropic", "none"]))
+def test_an_unmarked_draft_renders_the_same_without_the_marker_search(
+    messages: list[Message], static: str, style: str
+) -> None:
+    d = with_system(draft(messages), static=static)
+    marked = check_nesting({"messages": messages})
+    assume(not marked)
+    t = turn(cache_style=style)
+    searched = render_with_markers(d, t, settings=ANY_LENGTH)
+    assert render_with_markers(d, t, settings=ANY_LENGTH, client_marked=False) == searched
