@@ -5,7 +5,7 @@ named ablations, then runs `ctxproxy` with the arguments after `--`, as `python 
 `--list` prints the ablations. An ablated proxy is for measuring only: it is not a correct proxy.
 
 Each ablation replaces attributes where the serving code looks them up at call time
-(`proxy.server.chat.session_id`, not `proxy.identity.session_id`). Replacing an attribute that no
+(`proxy.server.chat.explicit_session_id`, not `proxy.identity.explicit_session_id`). Replacing an attribute that no
 longer exists raises `AttributeError` at start-up, so a function that moved can never be measured
 as costing nothing.
 """
@@ -139,12 +139,12 @@ def _resumed(coro: Coroutine[Any, Any, Any], waiting: Any) -> Generator[Any, Non
 
 
 def constant_session(patches: Patches) -> None:
-    """`chat.session_id` returns a constant: no header ladder, no derived sha256 id."""
+    """`chat.explicit_session_id` returns a constant: no header ladder, no derived id."""
 
-    def session_id(**_: Any) -> str:
+    def explicit_session_id(*_: Any) -> str:
         return "bench-session"
 
-    patches.replace(chat, "session_id", session_id)
+    patches.replace(chat, "explicit_session_id", explicit_session_id)
 
 
 def no_ctx_headers(patches: Patches) -> None:

@@ -95,6 +95,12 @@ class ContextEngine:
         )
         return turn, degraded
 
+    def derived_session_id(self, tenant: str, client: Draft) -> str:
+        """`proxy.identity.derived_session_id` of the client's draft, remembered per tenant."""
+        return self._stacks[tenant].lineages.session_id(
+            tenant, client.system.client, client.messages
+        )
+
     async def prepare(
         self,
         body: JSON,

@@ -22,6 +22,7 @@ from proxy.history import (
     system_digest,
     usable_compactions,
 )
+from proxy.identity import derived_id, first_user
 from proxy.types import Message, StoredCompaction
 
 _EDGE = 64
@@ -69,17 +70,37 @@ class _Entries(Generic[_V]):
         return len(self._entries)
 
 
-class LineageMemo:
-    """`proxy.history.lineage`, remembered per tenant, client system messages and first message."""
+class SystemDigests:
+    """`system_digest` of the last system messages asked about, by identity: a request's session
+    id, lineage and stored-summary match all ask about the same tuple (the client's messages are
+    never mutated; the tuple is held, so its identity cannot be reused by another)."""
 
-    def __init__(self, *, max_bytes: int = 4_000_000) -> None:
+    def __init__(self) -> None:
+        self._last: tuple[Sequence[Message], bytes] = ((), b"")
+
+    def of(self, client_system: Sequence[Message]) -> bytes:
+        last = self._last
+        if last[0] is client_system:
+            return last[1]
+        digest = system_digest(client_system)
+        if type(client_system) is tuple:  # a list could change under the same identity
+            self._last = (client_system, digest)
+        return digest
+
+
+class LineageMemo:
+    """`proxy.history.lineage` and `proxy.identity.derived_session_id`, remembered per tenant,
+    client system messages and first (user) message."""
+
+    def __init__(self, *, max_bytes: int = 4_000_000, systems: SystemDigests | None = None) -> None:
         self._entries: _Entries[str] = _Entries(max_bytes)
+        self._systems = systems or SystemDigests()
 
     def lineage(
         self, tenant: str, client_system: Sequence[Message], history: Sequence[Message]
     ) -> str:
         """`lineage(tenant, client_system, history)`."""
-        system = system_digest(client_system)
+        system = self._systems.of(client_system)
         first = message_digest(history[0]) if history else b""
         key = (tenant, *_edges(system), *_edges(first))
         digests = (system, first)
@@ -88,6 +109,21 @@ class LineageMemo:
             line = lineage_of(tenant, system, first)
             self._entries.put(key, digests, line)
         return line
+
+    def session_id(
+        self, tenant: str, client_system: Sequence[Message], history: Sequence[Message]
+    ) -> str:
+        """`derived_session_id(tenant, client_system, history)`."""
+        system = self._systems.of(client_system)
+        user = first_user(history)
+        first = message_digest(user) if user is not None else b"null"
+        key = ("session", tenant, *_edges(system), *_edges(first))
+        digests = (system, first)
+        found = self._entries.get(key, digests)
+        if found is None:
+            found = derived_id(tenant, system, first)
+            self._entries.put(key, digests, found)
+        return found
 
 
 class MatchMemo:
@@ -98,8 +134,11 @@ class MatchMemo:
     they cover; the compactions themselves are matched afresh on every call.
     """
 
-    def __init__(self, *, max_bytes: int = 16_000_000) -> None:
+    def __init__(
+        self, *, max_bytes: int = 16_000_000, systems: SystemDigests | None = None
+    ) -> None:
         self._entries: _Entries[list[str]] = _Entries(max_bytes)
+        self._systems = systems or SystemDigests()
 
     def applied(
         self,
@@ -112,7 +151,7 @@ class MatchMemo:
         if not usable:
             return None
         limit = max(c.covers for c in usable)
-        system = system_digest(client_system)
+        system = self._systems.of(client_system)
         digests = [system, *map(message_digest, messages[:limit])]
         key = (tenant, limit, *_edges(system), *_edges(digests[1]), *_edges(digests[-1]))
         hashes = self._entries.get(key, digests)

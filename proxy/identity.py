@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from proxy.history import message_digest, system_digest
 from proxy.types import Message
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -38,6 +37,12 @@ def session_id(
     history: Sequence[Message],
 ) -> str:
     """The session of a request, by the ladder above."""
+    given = explicit_session_id(headers, body)
+    return given if given is not None else derived_session_id(tenant, client_system, history)
+
+
+def explicit_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """The session id the client named (made safe), or None: then it is derived."""
     for name in SESSION_HEADERS:
         value = headers.get(name)
         if value:
@@ -45,7 +50,7 @@ def session_id(
     for value in (body.get("prompt_cache_key"), body.get("user"), _metadata_session(body)):
         if isinstance(value, str) and value:
             return safe_id(value)
-    return derived_session_id(tenant, client_system, history)
+    return None
 
 
 def _metadata_session(body: Mapping[str, Any]) -> Any:
@@ -57,8 +62,19 @@ def derived_session_id(
     tenant: str, client_system: Sequence[Message], history: Sequence[Message]
 ) -> str:
     """A stable id from the tenant, the system messages and the first user message."""
-    first_user = next((m for m in history if m.get("role") == "user"), None)
-    digest = hashlib.sha256(tenant.encode())
-    for message in (*client_system, first_user):
-        digest.update(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
-    return "d-" + digest.hexdigest()[:32]
+    user = first_user(history)
+    first = message_digest(user) if user is not None else b"null"
+    return derived_id(tenant, system_digest(client_system), first)
+
+
+def first_user(history: Sequence[Message]) -> Message | None:
+    for message in history:  # a loop: cheaper than next() over a generator
+        if message.get("role") == "user":
+            return message
+    return None
+
+
+def derived_id(tenant: str, system: bytes, user: bytes) -> str:
+    """`derived_session_id` from the canonical JSON of the system messages and of the first user
+    message (`proxy.history.message_digest`; `b"null"` when there is none)."""
+    return "d-" + hashlib.sha256(tenant.encode() + system + user).hexdigest()[:32]

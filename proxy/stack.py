@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from proxy.content import MarkerPath
-from proxy.history_memo import LineageMemo, MatchMemo
+from proxy.history_memo import LineageMemo, MatchMemo, SystemDigests
 from proxy.pipeline import Stage, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, compact, prune
@@ -94,7 +94,8 @@ def build_stack(
     if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
         tenant = replace(tenant, cache=replace(tenant.cache, send_prompt_cache_key=True))
     before: list[tuple[str, Stage]] = []
-    matches = MatchMemo(max_bytes=memo_bytes * 2 // 3)
+    systems = SystemDigests()  # one request asks the session id, lineage and match memos
+    matches = MatchMemo(max_bytes=memo_bytes * 2 // 3, systems=systems)
     if tenant.compact.enabled:
         before.append(("compact", partial(compact.run, settings=tenant.compact, memo=matches)))
     degraded = list(before)
@@ -117,7 +118,7 @@ def build_stack(
         tuple(before),
         tuple(after),
         before_degraded=tuple(degraded),
-        lineages=LineageMemo(max_bytes=memo_bytes // 6),
+        lineages=LineageMemo(max_bytes=memo_bytes // 6, systems=systems),
         matches=matches,
     )
 

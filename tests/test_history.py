@@ -14,8 +14,10 @@ from proxy.history import (
     longest_matching,
     prefix_hash,
     prefix_hashes,
+    system_digest,
 )
-from proxy.history_memo import LineageMemo, MatchMemo
+from proxy.history_memo import LineageMemo, MatchMemo, SystemDigests
+from proxy.identity import derived_session_id
 from proxy.types import StoredCompaction
 from tests.factories import assistant, system, user
 
@@ -78,6 +80,43 @@ def test_lineage_memo_answers_like_lineage() -> None:
         for tenant, sys, history in cases:
             fresh = copy.deepcopy((sys, history))  # equal content, other objects
             assert memo.lineage(tenant, *fresh) == lineage(tenant, sys, history)
+
+
+def test_lineage_memo_derives_session_ids_like_identity() -> None:
+    memo = LineageMemo()
+    long_system = (system("rules " * 5000),)
+    cases = [
+        ("t", (system("x"),), HISTORY),
+        ("t", (system("x"),), []),  # no user message
+        ("t", (system("x"),), [assistant("hello"), user("first")]),  # the first *user* message
+        ("u", (system("x"),), HISTORY),
+        ("t", long_system, [user("b" * 300 + "a" + "b" * 300)]),
+        ("t", long_system, [user("b" * 300 + "c" + "b" * 300)]),  # same length and edges
+        ("t", (), [user("a")]),
+    ]
+    ids = set()
+    for _ in range(2):
+        for tenant, sys, history in cases:
+            fresh = copy.deepcopy((sys, history))  # equal content, other objects
+            derived = memo.session_id(tenant, *fresh)
+            assert derived == derived_session_id(tenant, sys, history)
+            assert memo.session_id(tenant, fresh[0], fresh[1]) == derived  # the same tuple again
+            ids.add(derived)
+    assert len(ids) == len(cases)
+    assert memo.session_id("t", (system("x"),), HISTORY) != memo.lineage(
+        "t", (system("x"),), HISTORY
+    )
+
+
+def test_system_digests_reuse_only_the_very_same_tuple() -> None:
+    digests = SystemDigests()
+    first = (system("a"),)
+    assert digests.of(first) == system_digest(first)
+    assert digests.of((system("b"),)) == system_digest([system("b")])  # equal content: recomputed
+    listed = [system("c")]
+    assert digests.of(listed) == system_digest(listed)
+    listed[0] = system("d")  # a list may change under the same identity: never reused
+    assert digests.of(listed) == system_digest([system("d")])
 
 
 def test_lineage_memo_holds_at_most_max_bytes() -> None:

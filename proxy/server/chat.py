@@ -8,7 +8,7 @@ from aiohttp import web
 
 from proxy.engine import ContextEngine, Prepared
 from proxy.errors import CtxProxyError
-from proxy.identity import session_id
+from proxy.identity import explicit_session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import (
@@ -69,13 +69,10 @@ async def _exchange(request: web.Request, body: JSON, started: float, *, marked:
     caller = caller_of(request)
     engine = request.app[ENGINE]
     client = draft_from_body(body)
-    session = request[SESSION] = session_id(
-        tenant=caller.tenant,
-        headers=request.headers,
-        body=body,
-        client_system=client.system.client,
-        history=client.messages,
-    )
+    session = explicit_session_id(request.headers, body)
+    if session is None:
+        session = engine.derived_session_id(caller.tenant, client)
+    request[SESSION] = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
     tenant = request.app[SETTINGS].tenants[caller.tenant]
     return Exchange(

@@ -7,6 +7,7 @@ import asyncio
 import openai
 import pytest
 
+from proxy.identity import derived_session_id
 from tests.fakes.openai_upstream import Reply
 from tests.server.harness import Proxy
 
@@ -170,3 +171,22 @@ async def _sessions(proxy: Proxy) -> list[dict[str, str]]:
     from proxy.server.appkeys import ENGINE
 
     return await proxy.app[ENGINE].store.list_sessions("default", limit=10)
+
+
+async def test_a_session_without_a_named_id_gets_the_derived_one_every_turn(proxy: Proxy) -> None:
+    rules = {"role": "system", "content": "Project rules. " * 200}
+    first = {"role": "user", "content": "Fix the parser."}
+    turns = [[rules, first], [rules, first, {"role": "assistant", "content": "Done."},
+                              {"role": "user", "content": "Now the tests."}]]
+    seen = []
+    async with proxy.client() as client:
+        for messages in turns * 2:
+            raw = await client.chat.completions.with_raw_response.create(
+                model="m", messages=messages  # type: ignore[arg-type]
+            )
+            seen.append(raw.headers["x-ctx-session"])
+        other = await client.chat.completions.with_raw_response.create(
+            model="m", messages=[rules, {"role": "user", "content": "Another task."}]
+        )
+    assert set(seen) == {derived_session_id("default", [rules], [first])}
+    assert other.headers["x-ctx-session"] != seen[0]
