@@ -30,12 +30,14 @@ from proxy.server.appkeys import (
     ENGINE,
     HTTP,
     KEYRING,
+    KNOWN_TOOLS,
     LIFECYCLE,
     OBSERVERS,
     SETTINGS,
     UPSTREAMS,
     Lifecycle,
 )
+from proxy.server.body import KnownTools
 from proxy.server.chat import chat_completions
 from proxy.server.events import EventEmitter
 from proxy.server.keys import KeyRing
@@ -63,6 +65,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[SETTINGS] = settings
     app[KEYRING] = KeyRing(settings.tenants, settings.server.admin_keys)
     app[LIFECYCLE] = Lifecycle()
+    app[KNOWN_TOOLS] = KnownTools()
     app[OBSERVERS] = []
     app[METRICS] = Metrics()
     app[OBSERVERS].append(app[METRICS])

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from proxy.engine import ContextEngine
 from proxy.ports import Upstream
+from proxy.server.body import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 
@@ -70,6 +71,7 @@ ENGINE = web.AppKey("engine", ContextEngine)
 UPSTREAMS = web.AppKey("upstreams", Mapping[str, Upstream])
 HTTP = web.AppKey("http", aiohttp.ClientSession)
 OBSERVERS = web.AppKey("observers", list["Observer"])
+KNOWN_TOOLS = web.AppKey("known_tools", KnownTools)
 
 
 CALLER = web.RequestKey("caller", Caller)

@@ -21,10 +21,12 @@ ORJSON_MAX_DEPTH = 254
 NESTING_MARGIN = 8
 
 
-async def read_chat_body(request: web.Request) -> tuple[JSON, bool]:
+async def read_chat_body(
+    request: web.Request, *, known: KnownTools | None = None
+) -> tuple[JSON, bool]:
     """The JSON body, checked enough to run the pipeline, and whether any object in it has a
     `cache_control` key (a client marker: `False` spares the pipeline looking for them).
-    `BadRequest` names what is wrong."""
+    `BadRequest` names what is wrong. `known`: tool definitions scanned before."""
     raw = await request.read()
     try:
         body: Any = orjson.loads(raw)
@@ -33,7 +35,7 @@ async def read_chat_body(request: web.Request) -> tuple[JSON, bool]:
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.")
     checked: JSON = body
-    marked = check_nesting(checked)
+    marked = check_nesting(checked, known=known)
     check_chat_body(checked)
     dropped = [k for k in ROUTING_KEYS if k in checked]
     if dropped:
@@ -42,13 +44,52 @@ async def read_chat_body(request: web.Request) -> tuple[JSON, bool]:
     return checked, marked
 
 
-def check_nesting(body: JSON) -> bool:
+def check_nesting(body: JSON, *, known: KnownTools | None = None) -> bool:
     """`BadRequest` when the body is nested too deeply to be serialised again upstream; else
-    whether some object in it has a `cache_control` key (found on the same walk)."""
-    too_deep, marked = _scan(body, ORJSON_MAX_DEPTH - NESTING_MARGIN)
+    whether some object in it has a `cache_control` key (found on the same walk).
+
+    With `known`, tool definitions equal to ones scanned before are not walked again (agents
+    send the same tools with every request; comparing them runs in C)."""
+    limit = ORJSON_MAX_DEPTH - NESTING_MARGIN
+    tools = body.get("tools")
+    if known is None or type(tools) is not list or not tools:
+        too_deep, marked = _scan(body, limit)
+    else:
+        rest = dict(body)
+        del rest["tools"]
+        too_deep, marked = _scan(rest, limit)
+        tools_marked = known.marked(tools)
+        if tools_marked is None:
+            tools_deep, tools_marked = _scan(tools, limit - 1)  # one level below the body
+            too_deep = too_deep or tools_deep
+            if not tools_deep:
+                known.remember(tools, marked=tools_marked)
+        marked = marked or tools_marked
     if too_deep:
         raise BadRequest("Request body is nested too deeply.")
     return marked
+
+
+class KnownTools:
+    """The last `size` tool definitions found shallow enough, with whether they hold a marker.
+    One per app; any tenant's equal definitions count (the answer depends only on them)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._entries: list[tuple[list[Any], bool]] = []
+
+    def marked(self, tools: list[Any]) -> bool | None:
+        """Whether equal definitions held a marker; None if none were scanned lately."""
+        for index, (seen, marked) in enumerate(self._entries):
+            if seen == tools:
+                if index:  # the most recently used first
+                    self._entries.insert(0, self._entries.pop(index))
+                return marked
+        return None
+
+    def remember(self, tools: list[Any], *, marked: bool) -> None:
+        self._entries.insert(0, (tools, marked))
+        del self._entries[self._size :]
 
 
 def _scan(value: Any, limit: int) -> tuple[bool, bool]:

@@ -13,6 +13,7 @@ from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import (
     ENGINE,
+    KNOWN_TOOLS,
     LIFECYCLE,
     OBSERVERS,
     SESSION,
@@ -31,7 +32,7 @@ from proxy.types import JSON
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
     caller_of(request)  # an unknown key is refused before the body is read
-    body, marked = await read_chat_body(request)
+    body, marked = await read_chat_body(request, known=request.app[KNOWN_TOOLS])
     exchange = await _exchange(request, body, started, marked=marked)
     try:
         prepared, reply, overflow = await exchange.forward()
