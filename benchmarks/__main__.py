@@ -74,12 +74,14 @@ def main() -> None:
         results["kept"] = {name: when[name] for name in SECTIONS
                            if name in kept and name not in args.only.split(",")}
         results.update({name: kept[name] for name in results["kept"]})
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.only.split(","):
         print(f"== {name}", flush=True)
         with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
             results[name] = run_section(name, Path(tmp), args)
+        # After each section: a run that fails later keeps what it measured (`--keep`).
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
     results["seconds"] = time.monotonic() - started
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
     args.out.with_suffix(".md").write_text(report.markdown(results))
     plotted = report.plot(results, args.out.with_suffix(".png"))

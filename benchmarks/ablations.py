@@ -169,7 +169,7 @@ def no_header_filter(patches: Patches) -> None:
 def no_body_checks(patches: Patches) -> None:
     """`chat.read_chat_body` only parses: no nesting, shape, routing-key or marker checks."""
 
-    async def read_chat_body(request: web.Request) -> tuple[JSON, bool]:
+    async def read_chat_body(request: web.Request, **_: Any) -> tuple[JSON, bool]:
         body: JSON = orjson.loads(await request.read())
         return body, True  # unscanned: the pipeline looks for markers itself
 
