@@ -5,7 +5,7 @@ not finished `AFTER_S` after it began, the proxy commits to `200 text/event-stre
 comment lines (which every SSE client ignores) every `EVERY_S` seconds, and relays the upstream's
 stream into that same response once it comes. From then on an upstream error can only be told in
 band, as a `data: {"error": ...}` event, and only the headers known at the start are sent
-(`X-Ctx-Session`, `X-Request-Id`): the other `X-Ctx-*` headers describe what had not happened yet.
+(`X-Ctx-Session`, the request id): the other `X-Ctx-*` headers describe what had not happened yet.
 
 The fast path costs one timer: nothing is written unless the pipeline is slow.
 """

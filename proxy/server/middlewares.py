@@ -49,12 +49,15 @@ async def error_boundary(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 async def stamp_ids(request: web.Request, response: web.StreamResponse) -> None:
-    """`on_response_prepare`: every answer carries its request id, and its session once known,
+    """`on_response_prepare`: every answer carries its request id (`X-Ctx-Request-Id`, and
+    `X-Request-Id` unless the upstream sent its own), and its session once known,
     set just before its headers go out — streams and keep-alive answers too, which are sent
     before the handler returns."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
-        response.headers.setdefault("X-Request-Id", request_id)
+        headers = response.headers
+        headers["X-Ctx-Request-Id"] = request_id  # ours always, under a name of our own
+        headers.setdefault("X-Request-Id", request_id)  # an upstream's own id is relayed
     session = request.get(SESSION)
     if session is not None:
         response.headers.setdefault("X-Ctx-Session", session)
