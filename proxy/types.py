@@ -33,6 +33,9 @@ class StoredCompaction:
     replacement: tuple[Message, ...]
     created_at: float = 0.0
     archive_id: str = ""
+    saved_chars: int = 0
+    """Characters of JSON that applying it saves: the covered messages' less the replacement's
+    (0 when unknown: stored before this was recorded)."""
 
 
 @dataclass(frozen=True, slots=True)

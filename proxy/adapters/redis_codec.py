@@ -42,6 +42,7 @@ def compaction_to_json(compaction: StoredCompaction) -> bytes:
             "replacement": list(compaction.replacement),
             "created_at": compaction.created_at,
             "archive_id": compaction.archive_id,
+            "saved_chars": compaction.saved_chars,
         }
     )
 
@@ -54,4 +55,5 @@ def compaction_from_json(raw: bytes | str) -> StoredCompaction:
         replacement=tuple(data["replacement"]),
         created_at=float(data.get("created_at", 0.0)),
         archive_id=str(data.get("archive_id", "")),
+        saved_chars=int(data.get("saved_chars", 0)),
     )

@@ -18,12 +18,14 @@ from proxy.compactor import CompactionOutcome
 from proxy.errors import StoreUnavailable
 from proxy.ports import StateStore
 from proxy.server.observe import Trace
+from proxy.server.stage_tokens import stage_tokens
 
 log = logging.getLogger(__name__)
 
 
 def request_event(trace: Trace, *, now: float) -> dict[str, str]:
-    """The `kind=request` entry: tokens, per-stage counters, compaction outcome, latency."""
+    """The `kind=request` entry: tokens (reported, and estimated before and after each stage
+    that changed the prompt's size), per-stage counters, compaction outcome, latency."""
     prepared, relayed = trace.prepared, trace.relayed
     messages_out = prepared.body.get("messages") or []
     event = {
@@ -56,6 +58,9 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["completion_tokens"] = str(usage.completion_tokens)
     if trace.retried_overflow:
         event["retried_overflow"] = "1"
+    tokens = stage_tokens(trace)
+    if tokens:
+        event["tokens"] = orjson.dumps(tokens).decode()
     return event
 
 

@@ -192,7 +192,13 @@ def make_compaction(
         replacement=tuple(replacement),
         created_at=created_at,
         archive_id=archive_id,
+        saved_chars=json_chars(history[: plan.split]) - json_chars(replacement),
     )
+
+
+def json_chars(messages: Sequence[Message]) -> int:
+    """The size of `messages` as JSON (bytes: characters for ASCII text)."""
+    return len(orjson.dumps(list(messages)))
 
 
 def applied_compaction(
@@ -219,4 +225,6 @@ def run(
         draft = Draft(body=draft.body, system=draft.system, messages=messages)
     after, applied = len(draft.messages), int(found is not None)
     counters = {"messages_before": before, "messages_after": after, "applied": applied}
+    if found is not None:
+        counters["chars_removed"] = found.saved_chars
     return draft, StageReport(stage="compact", counters=counters)

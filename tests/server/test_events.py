@@ -82,6 +82,10 @@ async def test_one_request_event_with_tokens_stages_and_latency(
     stages = orjson.loads(event["stages"])
     assert stages["prune"]["chars_pruned"] == 755 - 235 and stages["prune"]["pruned"] == 1
     assert stages["bootstrap"]["sections"] >= 3
+    tokens = orjson.loads(event["tokens"])  # estimated, anchored on the upstream's 900
+    assert list(tokens) == ["prune", "bootstrap"]
+    assert tokens["bootstrap"][1] == 900 and tokens["prune"][1] == tokens["bootstrap"][0]
+    assert tokens["prune"][0] - tokens["prune"][1] == round((755 - 235) / 4)
     assert float(event["latency_ms"]) >= float(event["prepare_ms"]) >= 0
     assert event["compaction"] == ""
     [sent] = proxy.fake.chat
@@ -106,6 +110,9 @@ async def test_a_compaction_emits_its_own_event(
     assert compaction["outcome"] == "done" and compaction["reason"] == "compacted"
     assert compaction["messages_in"] == "11" and int(compaction["covers"]) > 0
     assert events[2]["compaction"] == "done"
+    tokens = orjson.loads(events[2]["tokens"])
+    before, after = tokens["compaction"]
+    assert before > after, tokens  # the summary stands for more than it takes
 
 
 async def test_store_outage_never_fails_the_request(make_proxy: MakeProxy) -> None:

@@ -16,6 +16,7 @@ from proxy.stages.compact import (
     SUMMARY_PREFIX,
     CompactionPlan,
     CompactSettings,
+    json_chars,
     make_compaction,
     plan_compaction,
     preserved_tool_content,
@@ -206,7 +207,10 @@ def test_stored_compaction_maps_a_later_full_history_to_summary_and_newer_messag
     out, report = run(request, turn(state=SessionState(compactions=(_stored(early, 2, "S"),))),
                       settings=SETTINGS)  # fmt: skip
     assert out.messages == (user(SUMMARY_PREFIX + "S"), user("c"), assistant("d"), *later[5:])
-    assert report.counters == {"messages_before": 6, "messages_after": 5, "applied": 1}
+    saved = json_chars(early[:2]) - json_chars([user(SUMMARY_PREFIX + "S")])
+    assert report.counters == {
+        "messages_before": 6, "messages_after": 5, "applied": 1, "chars_removed": saved
+    }
     assert later == snapshot and out.system == request.system
 
 
