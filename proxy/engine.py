@@ -19,6 +19,7 @@ from proxy.errors import StoreUnavailable
 from proxy.models import context_window
 from proxy.pipeline import draft_from_body, run_stages
 from proxy.ports import StateStore, WorkspaceSource
+from proxy.session_record import last_prompt_tokens, turn_record
 from proxy.settings import UpstreamSettings
 from proxy.stack import Stack
 from proxy.stages.compact import should_compact, soft_threshold, threshold_tokens
@@ -129,7 +130,7 @@ class ContextEngine:
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         covers = applied.covers if applied else 0
-        last = _last_prompt_tokens(turn.state, line, covers)
+        last = last_prompt_tokens(turn.state, line, covers)
         outcome = None
         if settings.enabled and (force_compact or should_compact(last, threshold=threshold)):
             outcome = await self._compact(stack, client, draft, turn, applied, api_key)
@@ -206,28 +207,10 @@ class ContextEngine:
         self, prepared: Prepared, *, usage: Usage | None, completed: bool, messages_in: int
     ) -> bool:
         """Write the request's outcome to the session state; False if the store was down."""
+        fields, counters = turn_record(
+            prepared, usage=usage, completed=completed, messages_in=messages_in, now=self._clock()
+        )
         turn = prepared.turn
-        fields: dict[str, str | int | float] = {
-            "model": turn.model,
-            "threshold_tokens": prepared.threshold,
-            "messages_in": messages_in,
-            "messages_out": len(prepared.body.get("messages", [])),
-            "updated_at": self._clock(),
-        }
-        if usage is not None and completed:
-            fields.update(
-                last_prompt_tokens=usage.prompt_tokens,
-                last_cached_tokens=usage.cached_tokens,
-                last_completion_tokens=usage.completion_tokens,
-                lineage=prepared.lineage,
-                covers=prepared.covers,
-            )
-        done = prepared.compaction is not None and prepared.compaction.status == "done"
-        counters = {
-            "requests": 1,
-            "compactions": int(done),
-            "chars_pruned": prepared.tally.chars_pruned,
-        }
         try:
             await self.store.record_turn(
                 turn.tenant,
@@ -271,15 +254,3 @@ def _applied(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None
     return stack.matches.applied(
         turn.tenant, client.system.client, client.messages, turn.state.compactions
     )
-
-
-def _last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
-    """The previous request's prompt tokens, if they describe this conversation as it is sent now.
-
-    Usage of another lineage (a sub-agent sharing the session id) does not count, nor usage
-    measured before a newer stored summary was applied (it would re-trigger at once)."""
-    if state.fields.get("lineage") != line:
-        return 0
-    if covers > state.int_field("covers"):
-        return 0
-    return state.int_field("last_prompt_tokens")
