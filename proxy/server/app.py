@@ -37,7 +37,7 @@ from proxy.server.appkeys import (
     UPSTREAMS,
     Lifecycle,
 )
-from proxy.server.body import KnownTools
+from proxy.server.body_scan import KnownTools
 from proxy.server.chat import chat_completions
 from proxy.server.events import EventEmitter
 from proxy.server.keys import KeyRing

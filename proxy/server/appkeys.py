@@ -12,7 +12,7 @@ from aiohttp import web
 
 from proxy.engine import ContextEngine
 from proxy.ports import Upstream
-from proxy.server.body import KnownTools
+from proxy.server.body_scan import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 

@@ -9,6 +9,7 @@ import orjson
 from aiohttp import web
 
 from proxy.errors import BadRequest
+from proxy.server.body_scan import KnownTools, scan_body
 from proxy.types import JSON
 
 log = logging.getLogger(__name__)
@@ -49,76 +50,11 @@ def check_nesting(body: JSON, *, known: KnownTools | None = None) -> bool:
     whether some object in it has a `cache_control` key (found on the same walk).
 
     With `known`, tool definitions equal to ones scanned before are not walked again (agents
-    send the same tools with every request; comparing them runs in C)."""
-    limit = ORJSON_MAX_DEPTH - NESTING_MARGIN
-    tools = body.get("tools")
-    if known is None or type(tools) is not list or not tools:
-        too_deep, marked = _scan(body, limit)
-    else:
-        rest = dict(body)
-        del rest["tools"]
-        too_deep, marked = _scan(rest, limit)
-        tools_marked = known.marked(tools)
-        if tools_marked is None:
-            tools_deep, tools_marked = _scan(tools, limit - 1)  # one level below the body
-            too_deep = too_deep or tools_deep
-            if not tools_deep:
-                known.remember(tools, marked=tools_marked)
-        marked = marked or tools_marked
+    resend them with every request; comparing them runs in C)."""
+    too_deep, marked = scan_body(body, ORJSON_MAX_DEPTH - NESTING_MARGIN, known)
     if too_deep:
         raise BadRequest("Request body is nested too deeply.")
     return marked
-
-
-class KnownTools:
-    """The last `size` tool definitions found shallow enough, with whether they hold a marker.
-    One per app; any tenant's equal definitions count (the answer depends only on them)."""
-
-    def __init__(self, size: int = 8) -> None:
-        self._size = size
-        self._entries: list[tuple[list[Any], bool]] = []
-
-    def marked(self, tools: list[Any]) -> bool | None:
-        """Whether equal definitions held a marker; None if none were scanned lately."""
-        for index, (seen, marked) in enumerate(self._entries):
-            if seen == tools:
-                if index:  # the most recently used first
-                    self._entries.insert(0, self._entries.pop(index))
-                return marked
-        return None
-
-    def remember(self, tools: list[Any], *, marked: bool) -> None:
-        self._entries.insert(0, (tools, marked))
-        del self._entries[self._size :]
-
-
-def _scan(value: Any, limit: int) -> tuple[bool, bool]:
-    """(more than `limit` arrays/objects nest — an empty one counts, like for orjson —, some
-    object has a `cache_control` key).
-
-    One pass over the containers, level by level; the strings are never looked at (serialising
-    to find out cost as much as encoding every string of the body). Exact types, as `orjson`
-    builds them: plain loops and `type() is` checks take two thirds of a comprehension with
-    `isinstance` (14 against 21 µs on the agentic benchmark body)."""
-    level, depth, marked = [value], 0, False
-    while level:
-        depth += 1
-        if depth > limit:
-            return True, marked
-        below: list[Any] = []
-        for item in level:
-            if type(item) is dict:
-                if "cache_control" in item:
-                    marked = True
-                children = item.values()
-            else:
-                children = item
-            for child in children:
-                kind = type(child)
-                if kind is dict or kind is list:
-                    below.append(child)
-        level = below
-    return False, marked
 
 
 def check_chat_body(body: JSON) -> None:

@@ -7,9 +7,12 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.errors import BadRequest
-from proxy.server.body import NESTING_MARGIN, KnownTools, check_nesting
+from proxy.server.body import NESTING_MARGIN, check_nesting
+from proxy.server.body_scan import KnownTools, scan, scan_body
 
 
 def nested(depth: int, *, leaf: Any, kind: str) -> Any:
@@ -60,9 +63,11 @@ def test_check_nesting_says_whether_some_object_has_a_cache_control_key() -> Non
 @pytest.mark.parametrize("depth", [1, 243, 244, 245, 246, 300])
 def test_known_tools_give_the_same_answers_as_walking_them(depth: int) -> None:
     known = KnownTools()
-    tools = [{"type": "function", "function": {"name": "f", "parameters": nested(
-        depth, leaf="s", kind="mixed")}}]
-    body = {"messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    deep = nested(depth, leaf="s", kind="mixed")
+    body = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": deep}}],
+    }
     for _ in range(2):  # the second time from memory, if the first was shallow enough
         fresh = copy.deepcopy(body)  # equal tools, other objects
         if serialisable_with_margin(body):
@@ -70,30 +75,51 @@ def test_known_tools_give_the_same_answers_as_walking_them(depth: int) -> None:
         else:
             with pytest.raises(BadRequest):
                 check_nesting(fresh, known=known)
-    assert (known.marked(tools) is None) == (not serialisable_with_margin(body))
 
 
 def test_known_tools_remember_a_marker_and_the_rest_of_the_body_is_still_walked() -> None:
     known = KnownTools()
-    tools = [{"type": "function", "function": {"name": "f"}, "cache_control": {"type": "x"}}]
+    marked_tools = [{"type": "function", "function": {"name": "f"}, "cache_control": {}}]
     plain_tools = [{"type": "function", "function": {"name": "g"}}]
-    assert check_nesting({"messages": [], "tools": tools}, known=known) is True
-    assert check_nesting({"messages": [], "tools": list(tools)}, known=known) is True
+    assert check_nesting({"messages": [], "tools": marked_tools}, known=known) is True
+    assert check_nesting({"messages": [], "tools": copy.deepcopy(marked_tools)}, known=known)
     assert check_nesting({"messages": [], "tools": plain_tools}, known=known) is False
-    marked_message = {"role": "user", "content": [{"type": "text", "cache_control": {}}]}
-    assert check_nesting({"messages": [marked_message], "tools": plain_tools}, known=known)
-    deep = {"messages": [{"role": "user", "x": nested(300, leaf=1, kind="list")}],
-            "tools": plain_tools}
+    marked = {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {}}]}
+    assert check_nesting({"messages": [marked], "tools": plain_tools}, known=known) is True
+    deep = [{"role": "user", "x": nested(300, leaf=1, kind="list")}]
     with pytest.raises(BadRequest):
-        check_nesting(deep, known=known)
+        check_nesting({"messages": deep, "tools": plain_tools}, known=known)
 
 
 def test_known_tools_keep_the_most_recently_used() -> None:
     known = KnownTools(size=2)
     first, second, third = ([{"name": n}] for n in "abc")
-    for tools in (first, second):
-        known.remember(tools, marked=False)
-    assert known.marked([{"name": "a"}]) is False  # `first` is now the most recent
-    known.remember(third, marked=True)
-    assert known.marked(second) is None and known.marked(first) is False
-    assert known.marked(third) is True
+    for value in (first, second, [{"name": "a"}], third):
+        known.scanned(value, 10)
+    assert [seen for seen, _ in known._entries] == [third, first]
+
+
+_LEAVES = st.one_of(st.none(), st.integers(), st.text(max_size=3))
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["cache_control", "content", "x"]), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_VALUES, max_size=3), st.lists(_VALUES, max_size=3)),
+                min_size=1, max_size=6),
+       st.integers(2, 7))
+def test_scanning_with_known_tools_answers_like_walking_each_body(
+    requests: list[tuple[list[Any], list[Any]]], limit: int
+) -> None:
+    known = KnownTools(size=2)
+    for messages, tools in requests:
+        body: dict[str, Any] = {"messages": copy.deepcopy(messages), "model": "m"}
+        if tools:
+            body["tools"] = copy.deepcopy(tools)
+        too_deep, marked = scan(body, limit)
+        found = scan_body(body, limit, known)
+        assert found[0] == too_deep and (too_deep or found[1] == marked)  # refused either way
