@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT.parent / "shared" / "traces"
+# The recorded sessions: `$CTXPROXY_TRACES` (as for the tests), else ../shared/traces.
+TRACES = Path(os.environ.get("CTXPROXY_TRACES") or ROOT.parent / "shared" / "traces")
 PYTHON = sys.executable
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -71,7 +71,7 @@ def test_coding_body_tools_are_json_schema_functions_covering_every_call(
 
 
 def test_coding_body_is_the_same_bytes_in_another_process(coding: dict[str, Any]) -> None:
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "CTXPROXY_TRACES": str(TRACES)}
     done = subprocess.run([sys.executable, "-c", DIGEST], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True)  # fmt: skip
     assert done.stdout.strip() == hashlib.sha256(orjson.dumps(coding)).hexdigest()
