@@ -17,6 +17,8 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 class Tally(NamedTuple):
+    """What every stage of one request did, summed once (a named tuple: one per request)."""
+
     stages: Mapping[str, Mapping[str, int]]
     """Per stage, in pipeline order: its non-zero counters (an empty mapping if none)."""
     skipped: Mapping[str, str]

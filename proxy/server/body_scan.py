@@ -28,7 +28,8 @@ def scan_body(body: JSON, limit: int, known: KnownTools | None) -> tuple[bool, b
 
 class KnownTools:
     """The last `size` tool definitions found shallow enough, with whether they hold a marker.
-    One per app; any tenant's equal definitions count (the answer depends only on them)."""
+    One per app; any tenant's equal definitions count (the answer depends only on them). They
+    are held as they came: nothing changes a request's body."""
 
     def __init__(self, size: int = 8) -> None:
         self._size = size
