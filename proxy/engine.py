@@ -22,7 +22,12 @@ from proxy.ports import StateStore, WorkspaceSource
 from proxy.session_record import last_prompt_tokens, turn_record
 from proxy.settings import UpstreamSettings
 from proxy.stack import Stack
-from proxy.stages.compact import should_compact, soft_threshold, threshold_tokens
+from proxy.stages.compact import (
+    CompactSettings,
+    should_compact,
+    soft_threshold,
+    threshold_tokens,
+)
 from proxy.tally import Tally, tally
 from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction, Turn
 from proxy.usage import Usage
@@ -113,13 +118,9 @@ class ContextEngine:
         client: Draft | None = None,
         client_marked: bool = True,
     ) -> Prepared:
-        """The outgoing request. With the store down, no tool output is persisted (its id would
-        404): budgets then only cut, never replace a result by a `<persisted-output>` block.
-
-        `client`: `draft_from_body(body)` when the caller has built it already (it is not
-        built twice); it must be that very draft, unchanged. `client_marked=False` says that
-        no object of `body` has a `cache_control` key: the outgoing body's markers are then
-        known without looking for them, unless a stored summary brought back older messages."""
+        """The outgoing request; with the store down budgets only cut (a persisted id would 404).
+        `client`: that very `draft_from_body(body)`, if built already. `client_marked=False`: no
+        object of `body` has a `cache_control` key (`Stack.finish` then need not look for one)."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         if client is None:
@@ -129,20 +130,15 @@ class ContextEngine:
         applied = _applied(stack, client, turn)
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
+        soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
         last = last_prompt_tokens(turn.state, line, covers)
-        outcome = None
-        if settings.enabled and (force_compact or should_compact(last, threshold=threshold)):
-            outcome = await self._compact(stack, client, draft, turn, applied, api_key)
-            if outcome is not None and outcome.status == "done":
-                draft = draft._replace(messages=outcome.messages)
-                covers = outcome.compaction.covers if outcome.compaction else covers
-        elif (
-            settings.enabled
-            and settings.mode == "async"
-            and last >= soft_threshold(threshold, settings=settings)
-        ):
-            self._start_background(self._job(stack, client, draft, turn, applied, api_key))
+        job = functools.partial(self._job, stack, client, draft, turn, applied, api_key)
+        due = force_compact or should_compact(last, threshold=threshold)
+        outcome = await self._compact_if_due(settings, turn, job, due=due, soft=last >= soft_at)
+        if outcome is not None and outcome.status == "done":
+            draft = draft._replace(messages=outcome.messages)
+            covers = outcome.compaction.covers if outcome.compaction else covers
         body_out, after = stack.finish(
             draft,
             turn,
@@ -166,20 +162,26 @@ class ContextEngine:
         counted = functools.partial(self._counted, job.tenant, job.session)
         self._compactor.start_background(job, on_done=counted)
 
-    async def _compact(
+    async def _compact_if_due(
         self,
-        stack: Stack,
-        client: Draft,
-        draft: Draft,
+        settings: CompactSettings,
         turn: Turn,
-        applied: StoredCompaction | None,
-        api_key: str | None,
+        job: Callable[[], CompactionJob],
+        *,
+        due: bool,
+        soft: bool,
     ) -> CompactionOutcome | None:
-        if stack.tenant.compact.mode == "async" and self._compactor.running(
-            turn.tenant, turn.session
-        ):
-            return None  # a background summary is on its way; nobody waits for it
-        return await self._compactor.run(self._job(stack, client, draft, turn, applied, api_key))
+        """Compact now when `due`; past the `soft` threshold in async mode, start compacting in
+        the background instead. None when nothing ran now."""
+        if not settings.enabled:
+            return None
+        if due:
+            if settings.mode == "async" and self._compactor.running(turn.tenant, turn.session):
+                return None  # a background summary is on its way; nobody waits for it
+            return await self._compactor.run(job())
+        if settings.mode == "async" and soft:
+            self._start_background(job())
+        return None
 
     async def _counted(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
         """A finished background compaction counts in its session's state like a sync one, and

@@ -10,7 +10,7 @@ by the bytes they hold. Not thread-safe (one event loop).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from proxy.history import (
@@ -100,28 +100,32 @@ class LineageMemo:
         self, tenant: str, client_system: Sequence[Message], history: Sequence[Message]
     ) -> str:
         """`lineage(tenant, client_system, history)`."""
-        system = self._systems.of(client_system)
         first = message_digest(history[0]) if history else b""
-        key = (tenant, *_edges(system), *_edges(first))
-        digests = (system, first)
-        line = self._entries.get(key, digests)
-        if line is None:
-            line = lineage_of(tenant, system, first)
-            self._entries.put(key, digests, line)
-        return line
+        return self._answer(lineage_of, "lineage", tenant, client_system, first)
 
     def session_id(
         self, tenant: str, client_system: Sequence[Message], history: Sequence[Message]
     ) -> str:
         """`derived_session_id(tenant, client_system, history)`."""
-        system = self._systems.of(client_system)
         user = first_user(history)
         first = message_digest(user) if user is not None else b"null"
-        key = ("session", tenant, *_edges(system), *_edges(first))
+        return self._answer(derived_id, "session", tenant, client_system, first)
+
+    def _answer(
+        self,
+        compute: Callable[[str, bytes, bytes], str],
+        kind: str,
+        tenant: str,
+        client_system: Sequence[Message],
+        first: bytes,
+    ) -> str:
+        """`compute(tenant, system digest, first)`, remembered under `kind`."""
+        system = self._systems.of(client_system)
+        key = (kind, tenant, *_edges(system), *_edges(first))
         digests = (system, first)
         found = self._entries.get(key, digests)
         if found is None:
-            found = derived_id(tenant, system, first)
+            found = compute(tenant, system, first)
             self._entries.put(key, digests, found)
         return found
 
