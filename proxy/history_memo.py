@@ -22,7 +22,7 @@ from proxy.history import (
     system_digest,
     usable_compactions,
 )
-from proxy.identity import derived_id, first_user
+from proxy.identity import derived_id, first_user_digest
 from proxy.types import Message, StoredCompaction
 
 _EDGE = 64
@@ -107,8 +107,7 @@ class LineageMemo:
         self, tenant: str, client_system: Sequence[Message], history: Sequence[Message]
     ) -> str:
         """`derived_session_id(tenant, client_system, history)`."""
-        user = first_user(history)
-        first = message_digest(user) if user is not None else b"null"
+        first = first_user_digest(history)
         return self._answer(derived_id, "session", tenant, client_system, first)
 
     def _answer(

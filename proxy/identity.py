@@ -62,16 +62,15 @@ def derived_session_id(
     tenant: str, client_system: Sequence[Message], history: Sequence[Message]
 ) -> str:
     """A stable id from the tenant, the system messages and the first user message."""
-    user = first_user(history)
-    first = message_digest(user) if user is not None else b"null"
-    return derived_id(tenant, system_digest(client_system), first)
+    return derived_id(tenant, system_digest(client_system), first_user_digest(history))
 
 
-def first_user(history: Sequence[Message]) -> Message | None:
+def first_user_digest(history: Sequence[Message]) -> bytes:
+    """The canonical JSON of the first user message, `b"null"` when there is none."""
     for message in history:  # a loop: cheaper than next() over a generator
         if message.get("role") == "user":
-            return message
-    return None
+            return message_digest(message)
+    return b"null"
 
 
 def derived_id(tenant: str, system: bytes, user: bytes) -> str:

@@ -29,7 +29,7 @@ class Lifecycle:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     streams: set[asyncio.Task[Any]] = field(default_factory=set)
     streams_stopped: bool = False
-    _loop: asyncio.AbstractEventLoop | None = None
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         # The loop's own `create_task`: `asyncio.create_task` looks the loop up, and on 3.11

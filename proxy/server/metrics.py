@@ -31,7 +31,7 @@ SUMMARIZER_REASONS = frozenset(
 TOKEN_KINDS = ("prompt", "cached", "cache_creation", "completion")
 CUT_ACTIONS = ("pruned", "replayed", "persisted", "truncated")
 SUMMED = frozenset({"chars_pruned", *CUT_ACTIONS})
-"""Counters summed over every stage's report (as `engine.count` does)."""
+"""Counters summed over every stage's report (as `Tally.chars_pruned` is)."""
 OWN_COUNTERS: Mapping[str, frozenset[str]] = {
     "budgets": SUMMED | {"chars_saved"},
     "validate": SUMMED | {"repairs", "client_violations"},
