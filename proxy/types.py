@@ -42,7 +42,9 @@ class StoredCompaction:
 class SessionState:
     """What the store knows about a session before this request (empty for a new one)."""
 
-    fields: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str | int | float] = field(default_factory=dict)
+    """As stored: text from Redis, numbers as written from the embedded store; read numbers
+    with `int_field` and `float_field`."""
     decisions: Mapping[str, str] = field(default_factory=dict)
     """tool_call_id -> the exact content that pruning replaced the result with (sticky)."""
     compactions: tuple[StoredCompaction, ...] = ()

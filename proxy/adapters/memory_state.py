@@ -24,7 +24,8 @@ from proxy.types import JSON, SessionState, StoredCompaction
 
 @dataclass(slots=True)
 class _Session:
-    state: dict[str, str] = field(default_factory=dict)
+    state: dict[str, str | int | float] = field(default_factory=dict)
+    """Fields as written (numbers stay numbers: no text round trip per request)."""
     decisions: dict[str, str] = field(default_factory=dict)
     compactions: dict[str, StoredCompaction] = field(default_factory=dict)
     archive: list[tuple[str, bytes]] = field(default_factory=list)
@@ -90,11 +91,12 @@ class MemoryStore:
     ) -> None:
         entry = self._live(tenant, session, create=True)
         assert entry is not None
-        entry.state.update({k: str(v) for k, v in fields.items()})
-        entry.state.setdefault("tenant", tenant)
-        entry.state.setdefault("session", session)
+        state = entry.state
+        state.update(fields)  # as written: text only for the views (`_as_text`)
+        state.setdefault("tenant", tenant)
+        state.setdefault("session", session)
         for name, delta in counters.items():
-            entry.state[name] = str(int(entry.state.get(name, "0")) + delta)
+            state[name] = int(state.get(name, 0)) + delta
         entry.decisions.update(decisions)
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
@@ -191,14 +193,14 @@ class MemoryStore:
             if e.expires_at > now and (tenant is None or t == tenant)
         ]
         live.sort(key=lambda e: float(e.state.get("updated_at", 0)), reverse=True)
-        return [dict(e.state) for e in live[:limit]]
+        return [_as_text(e.state) for e in live[:limit]]
 
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
         entry = self._live(tenant, session, create=False)
         if entry is None:
             return None
         return {
-            "state": dict(entry.state),
+            "state": _as_text(entry.state),
             "compactions": [
                 {
                     "prefix_hash": c.prefix_hash,
@@ -215,6 +217,11 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+
+def _as_text(state: Mapping[str, str | int | float]) -> dict[str, str]:
+    """A session's fields as the Redis store returns them (`HGETALL`: every value text)."""
+    return {name: str(value) for name, value in state.items()}
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:
