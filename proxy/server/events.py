@@ -27,7 +27,8 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
     """The `kind=request` entry: tokens (reported, and estimated before and after each stage
     that changed the prompt's size), per-stage counters, compaction outcome, latency."""
     prepared, relayed = trace.prepared, trace.relayed
-    messages_out = prepared.body.get("messages") or []
+    compaction = prepared.compaction
+    prepare_s, upstream_s = trace.prepare_s, trace.upstream_s
     event = {
         "kind": "request",
         "ts": f"{now:.3f}",
@@ -38,20 +39,20 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         "status": str(trace.status),
         "outcome": _outcome(trace),
         "messages_in": str(trace.messages_in),
-        "messages_out": str(len(messages_out)),
+        "messages_out": str(len(prepared.body.get("messages") or ())),
         "bytes_out": str(trace.bytes_out),
         "threshold_tokens": str(prepared.threshold),
         "stages": stage_summary(trace),
-        "compaction": prepared.compaction.status if prepared.compaction else "",
-        "latency_ms": _ms(trace.prepare_s + trace.upstream_s),
-        "prepare_ms": _ms(trace.prepare_s),
-        "upstream_ms": _ms(trace.upstream_s),
+        "compaction": compaction.status if compaction else "",
+        "latency_ms": f"{(prepare_s + upstream_s) * 1000:.1f}",  # as `_ms`, inline
+        "prepare_ms": f"{prepare_s * 1000:.1f}",
+        "upstream_ms": f"{upstream_s * 1000:.1f}",
         "store": "degraded" if trace.store_degraded else "ok",
     }
     if relayed.first_byte_s is not None:
         event["first_byte_ms"] = _ms(relayed.first_byte_s)
-    if relayed.usage is not None:
-        usage = relayed.usage
+    usage = relayed.usage
+    if usage is not None:
         event["prompt_tokens"] = str(usage.prompt_tokens)
         event["cached_tokens"] = str(usage.cached_tokens)
         event["cache_creation_tokens"] = str(usage.cache_creation_tokens)

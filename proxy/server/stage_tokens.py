@@ -11,10 +11,10 @@ from __future__ import annotations
 from proxy.server.observe import Trace
 
 CHARS_PER_TOKEN = 4
-REMOVED = {"compact": "chars_removed", "budgets": "chars_saved", "prune": "chars_pruned"}
-"""The counter of characters each stage takes out of the prompt."""
-ADDED = {"bootstrap": ("static_chars", "dynamic_chars")}
-"""The counters of characters each stage puts in."""
+REMOVED = (("compact", "chars_removed"), ("budgets", "chars_saved"), ("prune", "chars_pruned"))
+"""The stages that take characters out of the prompt, in pipeline order, with their counter."""
+ADDED = (("bootstrap", ("static_chars", "dynamic_chars")),)
+"""The stages after compaction that put characters in, in pipeline order, with their counters."""
 COMPACTION = "compaction"
 """A compaction that ran during the request: after the stages above, before `bootstrap`."""
 
@@ -36,23 +36,25 @@ def stage_tokens(trace: Trace) -> dict[str, tuple[int, int]]:
 
 
 def _char_changes(trace: Trace) -> list[tuple[str, int]]:
-    """(stage, characters it removed: negative when it added), in pipeline order."""
+    """(stage, characters it removed: negative when it added), in pipeline order (`REMOVED`,
+    the compaction, then `ADDED`: the order `proxy.stack.build_stack` runs them in)."""
+    stages = trace.prepared.tally.stages
     changes: list[tuple[str, int]] = []
-    pending = _compacted_chars(trace)
-    for stage, counters in trace.prepared.tally.stages.items():
-        if pending and stage not in REMOVED:  # the first stage after the compaction
-            changes.append((COMPACTION, pending))
-            pending = 0
-        if not counters:  # most stages of most requests: plain loops, no generators
-            continue
-        name = REMOVED.get(stage)
-        removed = counters.get(name, 0) if name else 0
-        for added in ADDED.get(stage, ()):
-            removed -= counters.get(added, 0)
-        if removed:
-            changes.append((stage, removed))
-    if pending:
-        changes.append((COMPACTION, pending))
+    for stage, name in REMOVED:  # most stages of most requests count nothing: plain loops
+        counters = stages.get(stage)
+        if counters:
+            removed = counters.get(name, 0)
+            if removed:
+                changes.append((stage, removed))
+    compacted = _compacted_chars(trace)
+    if compacted:
+        changes.append((COMPACTION, compacted))
+    for stage, names in ADDED:
+        counters = stages.get(stage)
+        if counters:
+            added = sum(counters.get(name, 0) for name in names)
+            if added:
+                changes.append((stage, -added))
     return changes
 
 
