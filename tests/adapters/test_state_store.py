@@ -55,6 +55,19 @@ async def test_record_turn_sets_fields_adds_counters_and_decisions(store: StateS
     assert dict(state.decisions) == {"call_1": "cut"}
 
 
+async def test_views_show_every_field_as_text_like_redis(store: StateStore) -> None:
+    await store.record_turn(
+        "t1", "s1", fields={"last_prompt_tokens": 900, "updated_at": 5.5},
+        counters={"requests": 1}, decisions={},
+    )  # fmt: skip
+    [row] = await store.list_sessions("t1", limit=10)
+    detail = await store.session_detail("t1", "s1")
+    assert detail is not None
+    for state in (row, detail["state"]):
+        assert state["last_prompt_tokens"] == "900" and state["requests"] == "1"
+        assert float(state["updated_at"]) == 5.5
+
+
 async def test_sessions_are_scoped_by_tenant(store: StateStore) -> None:
     await store.record_turn("t1", "same", fields={"model": "a"}, counters={}, decisions={})
     await store.record_turn("t2", "same", fields={"model": "b"}, counters={}, decisions={})

@@ -109,7 +109,7 @@ async def test_usage_with_cache_reads_is_mapped_and_recorded(
     assert raw.headers["x-ctx-cached-tokens"] == "900"
     assert raw.headers["x-ctx-last-prompt-tokens"] == "1050"
     state = await proxy.app[ENGINE].store.load("default", "cache")
-    assert state.fields["last_cached_tokens"] == "900"
+    assert state.int_field("last_cached_tokens") == 900
 
 
 async def test_overloaded_upstream_reaches_the_sdk_as_529_with_an_openai_body(
