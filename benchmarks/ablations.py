@@ -91,7 +91,7 @@ def skip_metrics(patches: Patches) -> None:
     async def on_request(self: Metrics, trace: Any) -> None:
         return None
 
-    def count_request(request: web.Request, status: int) -> None:
+    def count_request(request: web.Request, scope: Any, status: int) -> None:
         return None
 
     patches.replace(Metrics, "on_request", on_request)

@@ -33,9 +33,11 @@ from proxy.server.appkeys import (
     KNOWN_TOOLS,
     LIFECYCLE,
     OBSERVERS,
+    SERVICES,
     SETTINGS,
     UPSTREAMS,
     Lifecycle,
+    Services,
 )
 from proxy.server.body_scan import KnownTools
 from proxy.server.chat import chat_completions
@@ -58,19 +60,28 @@ class Ports:
 
 
 def create_app(settings: Settings, ports: Ports | None = None) -> web.Application:
+    metrics = Metrics()
+    services = Services(
+        settings=settings,
+        keyring=KeyRing(settings.tenants, settings.server.admin_keys),
+        lifecycle=Lifecycle(),
+        known_tools=KnownTools(),
+        observers=[metrics],
+        metrics=metrics,
+    )
     app = web.Application(
-        middlewares=[error_boundary],
+        middlewares=[error_boundary(services)],
         client_max_size=settings.server.max_body_bytes,
     )
+    app[SERVICES] = services
     app[SETTINGS] = settings
-    app[KEYRING] = KeyRing(settings.tenants, settings.server.admin_keys)
-    app[LIFECYCLE] = Lifecycle()
-    app[KNOWN_TOOLS] = KnownTools()
-    app[OBSERVERS] = []
-    app[METRICS] = Metrics()
-    app[OBSERVERS].append(app[METRICS])
-    emitter = EventEmitter(lambda: app[ENGINE].store)
-    app[OBSERVERS].append(emitter)
+    app[KEYRING] = services.keyring
+    app[LIFECYCLE] = services.lifecycle
+    app[KNOWN_TOOLS] = services.known_tools
+    app[OBSERVERS] = services.observers
+    app[METRICS] = metrics
+    emitter = EventEmitter(lambda: services.engine.store)
+    services.observers.append(emitter)
     app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
     app.on_shutdown.append(_drain)
     app.on_response_prepare.append(stamp_ids)
@@ -95,13 +106,14 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             auto_decompress=True, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
         )
         app[HTTP] = http
-        app[UPSTREAMS] = {
+        services = app[SERVICES]
+        app[UPSTREAMS] = services.upstreams = {
             name: make_upstream(settings.upstreams[t.upstream], http)
             for name, t in settings.tenants.items()
         }
         compactor = Compactor(store=store, summarizers=summarizers, settings=CompactSettings())
         memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
-        app[ENGINE] = ContextEngine(
+        app[ENGINE] = services.engine = ContextEngine(
             store=store,
             workspace=ports.workspace or make_workspace(settings),
             compactor=compactor,

@@ -17,6 +17,7 @@ from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 
 if TYPE_CHECKING:
+    from proxy.server.metrics import Metrics
     from proxy.server.observe import Observer
 
 
@@ -64,6 +65,35 @@ class Lifecycle:
         self.streams.discard(task)
 
 
+@dataclass(slots=True)
+class Services:
+    """Everything app-scoped in one object, which a request looks up once (in its
+    `RequestScope`): `request.app[KEY]` runs three Python calls per key. The app keys below
+    name the same objects, for the admin views and the tests."""
+
+    settings: Settings
+    keyring: KeyRing
+    lifecycle: Lifecycle
+    known_tools: KnownTools
+    observers: list[Observer]
+    metrics: Metrics
+    engine: ContextEngine = field(init=False)
+    """Set at start-up (`create_app`'s resources), like `upstreams`."""
+    upstreams: Mapping[str, Upstream] = field(init=False)
+
+
+@dataclass(slots=True)
+class RequestScope:
+    """What the middleware, the handlers and `stamp_ids` share about one request: its id, the
+    app's services, and its caller and session once known. One request key for all."""
+
+    id: str
+    services: Services
+    caller: Caller | None = None
+    session: str | None = None
+    """The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
+
+
 SETTINGS = web.AppKey("settings", Settings)
 KEYRING = web.AppKey("keyring", KeyRing)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
@@ -72,18 +102,18 @@ UPSTREAMS = web.AppKey("upstreams", Mapping[str, Upstream])
 HTTP = web.AppKey("http", aiohttp.ClientSession)
 OBSERVERS = web.AppKey("observers", list["Observer"])
 KNOWN_TOOLS = web.AppKey("known_tools", KnownTools)
+SERVICES = web.AppKey("services", Services)
 
-
-CALLER = web.RequestKey("caller", Caller)
-SESSION = web.RequestKey("session", str)
-"""The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
+SCOPE = web.RequestKey("scope", RequestScope)
+"""Set by the error boundary on every request it sees."""
 
 
 def caller_of(request: web.Request) -> Caller:
     """The request's caller, identified once per request (`Unauthorized` for a bad key)."""
-    caller = request.get(CALLER)
+    scope = request[SCOPE]
+    caller = scope.caller
     if caller is None:
-        caller = request[CALLER] = request.app[KEYRING].identify(
+        caller = scope.caller = scope.services.keyring.identify(
             request.headers.get("Authorization")
         )
     return caller

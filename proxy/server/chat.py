@@ -11,16 +11,7 @@ from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
-from proxy.server.appkeys import (
-    ENGINE,
-    KNOWN_TOOLS,
-    LIFECYCLE,
-    OBSERVERS,
-    SESSION,
-    SETTINGS,
-    UPSTREAMS,
-    caller_of,
-)
+from proxy.server.appkeys import SCOPE, RequestScope, caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
@@ -31,9 +22,10 @@ from proxy.types import JSON
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
+    scope = request[SCOPE]
     caller_of(request)  # an unknown key is refused before the body is read
-    body, marked = await read_chat_body(request, known=request.app[KNOWN_TOOLS])
-    exchange = await _exchange(request, body, started, marked=marked)
+    body, marked = await read_chat_body(request, known=scope.services.known_tools)
+    exchange = await _exchange(request, scope, body, started, marked=marked)
     try:
         prepared, reply, overflow = await exchange.forward()
     except CtxProxyError as exc:
@@ -41,7 +33,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             raise
         await end_in_band(exchange.early, exc.to_body())  # the client already has a 200
         return exchange.early
-    session = request[SESSION]
+    session = exchange.turn.session
     headers = ctx_headers(prepared, session, degraded=exchange.degraded)
     response, relayed = await _relay(
         request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
@@ -61,25 +53,29 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         retried_overflow=overflow,
         bytes_out=reply.sent_bytes,
     )
-    request.app[LIFECYCLE].spawn(_after(exchange.engine, request.app[OBSERVERS], trace))
+    services = scope.services
+    services.lifecycle.spawn(_after(exchange.engine, services.observers, trace))
     return response
 
 
-async def _exchange(request: web.Request, body: JSON, started: float, *, marked: bool) -> Exchange:
+async def _exchange(
+    request: web.Request, scope: RequestScope, body: JSON, started: float, *, marked: bool
+) -> Exchange:
     """Who asks, in which session, with what state: the request's way to the upstream."""
     caller = caller_of(request)
-    engine = request.app[ENGINE]
+    services = scope.services
+    engine = services.engine
     client = draft_from_body(body)
     session = explicit_session_id(request.headers, body)
     if session is None:
         session = engine.derived_session_id(caller.tenant, client)
-    request[SESSION] = session
+    scope.session = session
     turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
-    tenant = request.app[SETTINGS].tenants[caller.tenant]
+    tenant = services.settings.tenants[caller.tenant]
     return Exchange(
         request,
         engine,
-        request.app[UPSTREAMS][caller.tenant],
+        services.upstreams[caller.tenant],
         body=body,
         client=client,
         turn=turn,

@@ -18,7 +18,7 @@ from prometheus_client.exposition import generate_latest
 
 from proxy.compactor import CompactionOutcome
 from proxy.errors import CtxProxyError
-from proxy.server.appkeys import ENGINE, caller_of
+from proxy.server.appkeys import ENGINE, RequestScope, caller_of
 from proxy.server.metric_series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe import Trace
 from proxy.tally import Tally
@@ -190,13 +190,13 @@ def stage_totals(tally: Tally) -> dict[str, int]:
 METRICS = web.AppKey("metrics", Metrics)
 
 
-def count_request(request: web.Request, status: int) -> None:
+def count_request(request: web.Request, scope: RequestScope, status: int) -> None:
     """Count one HTTP request by tenant, route pattern and final status (the error boundary
     calls this last, so errors it rendered count with their status)."""
     route = request.match_info.route.resource
     pattern = route.canonical if route is not None else "unmatched"
-    metrics = request.app[METRICS]
-    metrics.requests.labels(_tenant_of(request), pattern, str(status)).value += 1
+    tenant = _tenant_of(request)
+    scope.services.metrics.requests.labels(tenant, pattern, str(status)).value += 1
 
 
 def _tenant_of(request: web.Request) -> str:

@@ -8,16 +8,15 @@ import logging
 import secrets
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
-from proxy.server.appkeys import SESSION
+from proxy.server.appkeys import SCOPE, RequestScope, Services
 from proxy.server.metrics import count_request
 
 log = logging.getLogger(__name__)
 
-REQUEST_ID = web.RequestKey("request_id", str)
 # aiohttp refuses one header line over 8 KiB; this bounds them all together (nginx: 32 KiB,
 # Envoy: 60 KiB), so a client cannot make every hop carry megabytes of headers.
 MAX_HEADER_BYTES = 64 * 1024
@@ -31,21 +30,26 @@ def new_request_id() -> str:
     return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
 
 
-@web.middleware
-async def error_boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The one middleware: a request id, errors rendered, and every request counted."""
-    request_id = request[REQUEST_ID] = new_request_id()
-    LOG_REQUEST_ID.set(request_id)  # every log line of this request carries it
-    status = 499  # unless an answer comes back: the client went away
-    try:
-        response = await _answer(request, handler)
-        status = response.status
-    except web.HTTPException as exc:  # a redirect, passed on
-        status = exc.status
-        raise
-    finally:
-        count_request(request, status)
-    return response
+def error_boundary(services: Services) -> Middleware:
+    """The one middleware, for the app of `services`: a request id and the request's scope,
+    errors rendered, and every request counted."""
+
+    @web.middleware
+    async def boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
+        scope = request[SCOPE] = RequestScope(new_request_id(), services)
+        LOG_REQUEST_ID.set(scope.id)  # every log line of this request carries it
+        status = 499  # unless an answer comes back: the client went away
+        try:
+            response = await _answer(request, handler)
+            status = response.status
+        except web.HTTPException as exc:  # a redirect, passed on
+            status = exc.status
+            raise
+        finally:
+            count_request(request, scope, status)
+        return response
+
+    return boundary
 
 
 async def stamp_ids(request: web.Request, response: web.StreamResponse) -> None:
@@ -53,19 +57,20 @@ async def stamp_ids(request: web.Request, response: web.StreamResponse) -> None:
     `X-Request-Id` unless the upstream sent its own), and its session once known,
     set just before its headers go out — streams and keep-alive answers too, which are sent
     before the handler returns."""
-    request_id = request.get(REQUEST_ID)
-    if request_id is not None:
-        headers = response.headers
-        headers["X-Ctx-Request-Id"] = request_id  # ours always, under a name of our own
-        headers.setdefault("X-Request-Id", request_id)  # an upstream's own id is relayed
-    session = request.get(SESSION)
-    if session is not None:
-        response.headers.setdefault("X-Ctx-Session", session)
+    scope = request.get(SCOPE)
+    if scope is None:  # an answer aiohttp made before the middleware ran
+        return
+    headers = response.headers
+    headers["X-Ctx-Request-Id"] = scope.id  # ours always, under a name of our own
+    headers.setdefault("X-Request-Id", scope.id)  # an upstream's own id is relayed
+    if scope.session is not None:
+        headers.setdefault("X-Ctx-Session", scope.session)
 
 
 async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The handler's response, or the OpenAI-shaped error it raised."""
-    if sum(len(k) + len(v) + 4 for k, v in request.raw_headers) > MAX_HEADER_BYTES:
+    raw = request.raw_headers  # (name, value) pairs: their bytes summed in C, 4 per line more
+    if sum(map(len, itertools.chain.from_iterable(raw))) + 4 * len(raw) > MAX_HEADER_BYTES:
         body = error_body("Request headers are too large.", "invalid_request_error")
         return _error(431, body)
     try:

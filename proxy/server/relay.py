@@ -24,7 +24,7 @@ from multidict import CIMultiDict
 from proxy.adapters.http_client import UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
-from proxy.server.appkeys import LIFECYCLE
+from proxy.server.appkeys import SCOPE
 from proxy.sse import SSEDecoder
 from proxy.usage import Usage, is_usage_only_chunk, usage_from, usage_from_body
 
@@ -79,7 +79,7 @@ async def relay_stream(
         )
         await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
-    lifecycle = request.app[LIFECYCLE]
+    lifecycle = request[SCOPE].services.lifecycle
     task = lifecycle.stream_started()
     try:
         await copier.copy(reply.stream)
