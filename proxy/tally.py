@@ -40,9 +40,11 @@ def tally(reports: Iterable[StageReport]) -> Tally:
         counters = stages.get(report.stage)
         if counters is None:
             counters = stages[report.stage] = {}
-        for name, value in report.counters.items():  # a loop: cheaper than a comprehension here
-            if value:
-                counters[name] = counters.get(name, 0) + value
+        found = report.counters
+        if any(found.values()):  # in C; most stages of most requests count nothing
+            for name, value in found.items():  # a loop: cheaper than a comprehension here
+                if value:
+                    counters[name] = counters.get(name, 0) + value
         if report.skipped:
             skipped = {**skipped, report.stage: report.skipped}
         if report.decisions:

@@ -53,4 +53,5 @@ def is_usage_only_chunk(payload: Any) -> bool:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A count as reported, or 0 for anything but a non-negative integer (a bool is not one)."""
+    return value if type(value) is int and value >= 0 else 0

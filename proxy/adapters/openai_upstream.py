@@ -65,4 +65,8 @@ class OpenAIUpstream:
             answer = await read_body(response)
         finally:
             await release()
-        return UpstreamReply(response.status, relayed, answer, None, release, len(data))
+        return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
+
+
+async def _released() -> None:
+    """The `release` of a reply whose body was read whole: its connection is back already."""

@@ -52,7 +52,9 @@ def _char_changes(trace: Trace) -> list[tuple[str, int]]:
     for stage, names in ADDED:
         counters = stages.get(stage)
         if counters:
-            added = sum(counters.get(name, 0) for name in names)
+            added = 0
+            for name in names:
+                added += counters.get(name, 0)
             if added:
                 changes.append((stage, -added))
     return changes
