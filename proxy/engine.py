@@ -7,7 +7,6 @@ the request goes through without state features (`Turn.state` empty, `degraded` 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -29,7 +28,15 @@ from proxy.stages.compact import (
     threshold_tokens,
 )
 from proxy.tally import Tally, tally
-from proxy.types import JSON, Draft, SessionState, StageReport, StoredCompaction, Turn
+from proxy.types import (
+    JSON,
+    Draft,
+    SessionState,
+    StageReport,
+    StoredCompaction,
+    Turn,
+    WorkspaceView,
+)
 from proxy.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -87,7 +94,7 @@ class ContextEngine:
             view = self._workspace.view(tenant, session)
         except Exception:  # a workspace problem never fails a request
             log.warning("workspace of %s unreadable", tenant)
-            view = dataclasses.replace(Turn(tenant, session, model, 0).workspace)
+            view = WorkspaceView()
         window = stack.tenant.model_window or context_window(model)
         turn = Turn(
             tenant=tenant,

@@ -7,8 +7,7 @@ A store method that cannot reach its backend raises `StoreUnavailable`; callers 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
 
@@ -98,12 +97,12 @@ class WorkspaceSource(Protocol):
     def view(self, tenant: str, session: str) -> WorkspaceView: ...
 
 
-@dataclass(frozen=True, slots=True)
-class UpstreamReply:
+class UpstreamReply(NamedTuple):
     """An upstream's answer, with headers already filtered for relaying.
 
     Exactly one of `body` (non-streaming answers and all errors) and `stream` (OpenAI-format SSE
     bytes, as they arrive) is set. `release` closes the upstream connection; always call it.
+    A named tuple: one is built per request.
     """
 
     status: int

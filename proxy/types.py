@@ -38,14 +38,19 @@ class StoredCompaction:
     (0 when unknown: stored before this was recorded)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionState:
-    """What the store knows about a session before this request (empty for a new one)."""
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+"""The empty default of the mappings below: read-only, so one object serves every instance."""
 
-    fields: Mapping[str, str | int | float] = field(default_factory=dict)
+
+class SessionState(NamedTuple):
+    """What the store knows about a session before this request (empty for a new one). A named
+    tuple, like the other per-request objects: built in a fraction of a frozen dataclass's time
+    (which sets each field through `object.__setattr__`)."""
+
+    fields: Mapping[str, str | int | float] = _NOTHING
     """As stored: text from Redis, numbers as written from the embedded store; read numbers
     with `int_field` and `float_field`."""
-    decisions: Mapping[str, str] = field(default_factory=dict)
+    decisions: Mapping[str, str] = _NOTHING
     """tool_call_id -> the exact content that pruning replaced the result with (sticky)."""
     compactions: tuple[StoredCompaction, ...] = ()
 
@@ -90,16 +95,20 @@ class WorkspaceView:
     version: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """Per-request facts, loaded before the stages run. Never mutated."""
+_NO_STATE = SessionState()
+_NO_WORKSPACE = WorkspaceView()
+
+
+class Turn(NamedTuple):
+    """Per-request facts, loaded before the stages run. Never mutated (a named tuple: one is
+    built per request; its defaults are immutable, so they are shared)."""
 
     tenant: str
     session: str
     model: str
     now: float
-    state: SessionState = field(default_factory=SessionState)
-    workspace: WorkspaceView = field(default_factory=WorkspaceView)
+    state: SessionState = _NO_STATE
+    workspace: WorkspaceView = _NO_WORKSPACE
     cache_style: CacheStyle = "openai"
     model_window: int = 128_000
 
@@ -121,10 +130,6 @@ class Draft(NamedTuple):
         if len(messages) == len(self.messages) and all(map(operator.is_, messages, self.messages)):
             return self
         return Draft(self.body, self.system, tuple(messages))
-
-
-_NOTHING: Mapping[str, Any] = MappingProxyType({})
-"""The empty default of a report's mappings: read-only, so one object serves every report."""
 
 
 class StageReport(NamedTuple):

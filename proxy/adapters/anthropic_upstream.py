@@ -17,7 +17,6 @@ connect bound, the first-byte bound (streams) or the whole-call bound (non-strea
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -81,7 +80,7 @@ class AnthropicUpstream:
         sent_headers = request_headers(headers, api_key=key, version=self._version)
         data = orjson.dumps(request)
         reply = await self._exchange(data, sent_headers, body, stream=bool(request.get("stream")))
-        return dataclasses.replace(reply, sent_bytes=len(data))
+        return reply._replace(sent_bytes=len(data))
 
     async def _exchange(
         self, data: bytes, headers: dict[str, str], body: JSON, *, stream: bool
