@@ -1,5 +1,14 @@
 # ctxproxy: the proxy alone (docker-compose.yml adds Redis). Config and workspaces are baked in
 # from ./config as defaults and usually mounted over /etc/ctxproxy.
+
+# The wheel is built apart, so the image holds the installed package and no source or build files.
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY proxy ./proxy
+RUN pip wheel --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -7,10 +16,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY proxy ./proxy
-RUN pip install . && useradd --system --uid 10001 --no-create-home ctxproxy
+# Dependencies at the versions the test suite ran against (constraints.txt).
+COPY constraints.txt /tmp/constraints.txt
+COPY --from=build /wheels /tmp/wheels
+RUN pip install --constraint /tmp/constraints.txt /tmp/wheels/*.whl \
+    && rm -rf /tmp/wheels /tmp/constraints.txt \
+    && useradd --uid 10001 --no-create-home --no-log-init --shell /usr/sbin/nologin ctxproxy
 
 COPY config/compose.toml /etc/ctxproxy/ctxproxy.toml
 COPY config/workspaces /etc/ctxproxy/workspaces
