@@ -19,24 +19,26 @@ Only `role: "tool"` messages are touched, in this order:
    unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell to store.
 Text is a string as is, text parts joined by newlines, any other content compact JSON. A changed
 message gets a string content (a single text part when a part carried `cache_control`).
+Rules 1 to 3 are in `proxy.stages.prune_decision`; this module batches and reports.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from proxy.content import content_text, tool_names, with_text
+from proxy.content import content_text, with_text
+from proxy.stages.prune_decision import (
+    COUNTERS,
+    decision_key,
+    has_cache_control,
+    replay_decisions,
+    select_candidates,
+)
 from proxy.types import Draft, Message, StageReport, Turn
 
-PERSISTED_OPEN = "<persisted-output"
-PERSISTED_CLOSE = "</persisted-output>"
-_PERSISTED_HEADER_LINES = 3
-_COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
-_PRUNED = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)(?:\n</persisted-output>)?\Z")
+__all__ = ["PruneSettings", "decision_key", "has_cache_control", "prune_tool_results", "run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,115 +56,10 @@ class PruneSettings:
             raise ValueError("prune settings must not be negative")
 
 
-def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
-    """The cut form of an old result's text, or None when it stays whole (rule 3)."""
-    if len(text) <= settings.max_chars or _PRUNED.search(text[-80:]):
-        return None
-    marker = f"...(truncated, original: {len(text)} chars)"
-    if text.startswith(PERSISTED_OPEN) and text.endswith(PERSISTED_CLOSE):
-        lines = text.split("\n", _PERSISTED_HEADER_LINES)
-        if len(lines) <= _PERSISTED_HEADER_LINES:
-            return None
-        header = "\n".join(lines[:_PERSISTED_HEADER_LINES])
-        preview = lines[-1].removesuffix(PERSISTED_CLOSE).removesuffix("\n")
-        cut = f"{header}\n{preview[: settings.keep_chars]}{marker}\n{PERSISTED_CLOSE}"
-    else:
-        cut = text[: settings.keep_chars] + marker
-    return cut if len(cut) < len(text) else None
-
-
-def has_cache_control(message: Message) -> bool:
-    """True when the message, or one of its content parts, carries a `cache_control` key."""
-    if "cache_control" in message:
-        return True
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(p, dict) and "cache_control" in p for p in content
-    )
-
-
-def _last_marked(messages: Sequence[Message]) -> int:
-    """The index of the last message `has_cache_control` holds for, or -1."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        # only a list content can hold a marked part: the others need no call
-        if "cache_control" in message or (
-            isinstance(message.get("content"), list) and has_cache_control(message)
-        ):
-            return index
-    return -1
-
-
 def _cache_cold(settings: PruneSettings, now: float, last_request_at: float | None) -> bool:
     if settings.when_cache_cold_s is None or last_request_at is None:
         return True
     return now - last_request_at >= settings.when_cache_cold_s
-
-
-def describes(stored: str, text: str) -> bool:
-    """True when `stored` is `text` or a cut of it: its kept part starts `text` and its marker
-    gives `text`'s length. Guards replay against clients that reuse a tool_call_id."""
-    if stored == text:
-        return True
-    match = _PRUNED.search(stored)
-    return (
-        match is not None
-        and int(match[1]) == len(text)
-        and text.startswith(stored[: match.start()])
-    )
-
-
-def decision_key(call_id: str, text: str) -> str:
-    """The key of a decision for a result whose `tool_call_id` is already taken by another."""
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{call_id}#{digest}"
-
-
-def _replay(
-    out: list[Message], texts: Mapping[int, str], decisions: Mapping[str, str]
-) -> tuple[dict[str, int], set[int]]:
-    """Rule 1, in place on the copied list `out`: the counters so far and the decided indices."""
-    counts = dict.fromkeys(_COUNTERS, 0)
-    decided: set[int] = set()
-    # Ids with a hashed key (`rsplit` gives the id back; a plain key with a `#` only adds an id
-    # that is hashed for nothing): the other results are not hashed, on every request.
-    hashed = {key.rsplit("#", 1)[0] for key in decisions if "#" in key}
-    for index, text in texts.items():
-        call_id = out[index]["tool_call_id"]
-        stored = decisions.get(call_id)
-        if not (stored and describes(stored, text)):
-            stored = decisions.get(decision_key(call_id, text)) if call_id in hashed else None
-            if not (stored and describes(stored, text)):
-                continue
-        decided.add(index)
-        if (new := with_text(out[index], stored)) != out[index]:
-            out[index] = new
-            counts["replayed"] += 1
-            counts["chars_pruned"] += len(text) - len(stored)
-    return counts, decided
-
-
-def _candidates(
-    messages: Sequence[Message],
-    texts: Mapping[int, str],
-    decided: set[int],
-    *,
-    settings: PruneSettings,
-) -> dict[int, str]:
-    """Index -> cut text of every undecided result that rules 2 and 3 allow to shrink."""
-    names = tool_names(messages) if settings.exclude_tools else {}
-    tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
-    recent = set(tools[len(tools) - settings.recent_keep :]) if settings.recent_keep > 0 else set()
-    boundary = _last_marked(messages)
-    found: dict[int, str] = {}
-    for index, text in texts.items():
-        if index in decided or index in recent or index <= boundary:
-            continue
-        if names.get(messages[index]["tool_call_id"]) in settings.exclude_tools:
-            continue
-        if (cut := pruned_text(text, settings=settings)) is not None:
-            found[index] = cut
-    return found
 
 
 def prune_tool_results(
@@ -188,7 +85,7 @@ def prune_tool_results(
     return _prune(messages, texts, settings=settings, decisions=decisions, cold=cold)
 
 
-_IDLE = StageReport(stage="prune", counters=MappingProxyType(dict.fromkeys(_COUNTERS, 0)))
+_IDLE = StageReport(stage="prune", counters=MappingProxyType(dict.fromkeys(COUNTERS, 0)))
 """The report of a history without tool results: one read-only object serves every request."""
 
 
@@ -211,8 +108,8 @@ def _prune(
 ) -> tuple[list[Message], StageReport]:
     """Rules 1 to 4 over the tool results `texts` (at least one)."""
     out = list(messages)
-    counts, decided = _replay(out, texts, decisions)
-    found = _candidates(messages, texts, decided, settings=settings)
+    counts, decided = replay_decisions(out, texts, decisions)
+    found = select_candidates(messages, texts, decided, settings=settings)
     savings = sum(len(texts[index]) - len(cut) for index, cut in found.items())
     if not found or savings < settings.min_savings_chars or not cold:
         counts["deferred"] = len(found)
