@@ -1,0 +1,43 @@
+"""The `<persisted-output>` block that replaces a tool result stored in full (budgets rule 2). Pure.
+
+A block's first three lines are its header (id and size, the fetch line, the preview line), then
+up to `preview_bytes` bytes of the text and the close tag. The id is the sha256 of the text
+(`output_id`), so one text always renders byte-identically. `is_persisted` recognises a block
+`persisted_block` wrote (budgets rule 1), and not a bigger look-alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+PERSISTED_OPEN = "<persisted-output"
+PERSISTED_CLOSE = "</persisted-output>"
+_BLOCK_HEAD = re.compile(r'<persisted-output id="[0-9a-f]{32}" chars="\d+">\n')
+_BLOCK_FRAME = 512
+"""A block is at most its preview plus this much (header and close): a bigger look-alike is not."""
+
+
+def output_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
+    """(output id, block). The block's first three lines are its header; the preview follows."""
+    oid = output_id(text)
+    preview = text.encode("utf-8", "surrogatepass")[:preview_bytes].decode("utf-8", "ignore")
+    block = (
+        f'{PERSISTED_OPEN} id="{oid}" chars="{len(text)}">\n'
+        f"Output too large ({len(text)} chars), stored in full: GET /v1/ctx/outputs/{oid}\n"
+        f"Preview (first {preview_bytes} bytes):\n{preview}\n{PERSISTED_CLOSE}"
+    )
+    return oid, block
+
+
+def is_persisted(text: str, *, preview_bytes: int) -> bool:
+    """True for a block this stage wrote (header, close tag and size all fit)."""
+    return (
+        len(text) <= preview_bytes + _BLOCK_FRAME
+        and text.endswith(PERSISTED_CLOSE)
+        and _BLOCK_HEAD.match(text) is not None
+    )
