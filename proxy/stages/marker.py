@@ -1,0 +1,60 @@
+"""One message's content as parts, and the `cache_control` marker on it or on one of its parts:
+whether ours may go there, and a copy carrying ours. Shared by the cache stage's system assembly
+and its breakpoint placement. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+from proxy.types import JSON, Message
+
+Ttl: TypeAlias = Literal["5m", "1h"]
+
+
+def text_parts(text: str) -> list[JSON]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+def as_parts(message: Message) -> list[JSON]:
+    """A message's content as parts (client parts kept as sent); a message-level marker moves onto
+    the last part unless that part carries its own."""
+    content = message.get("content")
+    parts: list[JSON] = list(content) if isinstance(content, list) else text_parts(str(content))
+    marker = message.get("cache_control")
+    if marker is not None and parts and isinstance(parts[-1], dict):
+        parts[-1] = {**parts[-1], "cache_control": parts[-1].get("cache_control") or marker}
+    return parts
+
+
+def markable(message: Message) -> bool:
+    content = message.get("content")
+    return bool(content) and (not isinstance(content, list) or isinstance(content[-1], dict))
+
+
+def already_marked(message: Message, part: int) -> bool:
+    content = message.get("content")
+    if message.get("cache_control") is not None or not markable(message):
+        return True
+    if not isinstance(content, list):
+        return False
+    marked = content if message.get("role") == "tool" else [content[part]]
+    return any(isinstance(p, dict) and p.get("cache_control") is not None for p in marked)
+
+
+def with_marker(message: Message, part: int, ttl: Ttl) -> Message:
+    """A copy of `message` with our marker: on a `tool` message at message level (it becomes the
+    `tool_result` block's own marker: Anthropic rejects one nested in a tool result's content),
+    elsewhere on the part, a string content turned into one text part."""
+    marker: JSON = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
+    if message.get("role") == "tool":
+        return {**message, "cache_control": marker}
+    content = message["content"]
+    parts: list[Any] = list(content) if isinstance(content, list) else text_parts(content)
+    parts[part] = {**parts[part], "cache_control": marker}
+    return {**message, "content": parts}
+
+
+def part_index(message: Message, part: int) -> int:
+    content = message.get("content")
+    return part % len(content) if isinstance(content, list) and content else 0
