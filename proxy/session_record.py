@@ -9,7 +9,7 @@ from proxy.types import SessionState
 from proxy.usage import Usage
 
 if TYPE_CHECKING:
-    from proxy.engine import Prepared
+    from proxy.prepared import Prepared
 
 Fields = dict[str, str | int | float]
 

@@ -22,8 +22,9 @@ from proxy.adapters.openai_upstream import OpenAIUpstream
 from proxy.adapters.redis_state import RedisStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.adapters.workspace import FileWorkspace
+from proxy.compaction_trigger import BackgroundHook
 from proxy.compactor import Compactor
-from proxy.engine import BackgroundHook, ContextEngine
+from proxy.engine import ContextEngine
 from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (

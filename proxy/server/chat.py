@@ -6,11 +6,12 @@ import time
 
 from aiohttp import web
 
-from proxy.engine import ContextEngine, Prepared
+from proxy.engine import ContextEngine
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
+from proxy.prepared import Prepared
 from proxy.server.appkeys import SCOPE, RequestScope, caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-from proxy.engine import Prepared
+from proxy.prepared import Prepared
 from proxy.server.relay import Relayed
 
 
