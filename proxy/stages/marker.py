@@ -13,6 +13,7 @@ Ttl: TypeAlias = Literal["5m", "1h"]
 
 
 def text_parts(text: str) -> list[JSON]:
+    """`text` as one text part; no part for an empty text."""
     return [{"type": "text", "text": text}] if text else []
 
 
@@ -28,11 +29,14 @@ def as_parts(message: Message) -> list[JSON]:
 
 
 def markable(message: Message) -> bool:
+    """Whether a marker can go on `message`: it has content, and parts end with an object."""
     content = message.get("content")
     return bool(content) and (not isinstance(content, list) or isinstance(content[-1], dict))
 
 
 def already_marked(message: Message, part: int) -> bool:
+    """Whether `message` needs no marker of ours at `part`: it carries one already (at message
+    level, on that part, or on any part of a `tool` message), or cannot take one."""
     content = message.get("content")
     if message.get("cache_control") is not None or not markable(message):
         return True
@@ -56,5 +60,7 @@ def with_marker(message: Message, part: int, ttl: Ttl) -> Message:
 
 
 def part_index(message: Message, part: int) -> int:
+    """`part` (negative counts from the end) as an index into `message`'s parts; 0 for a string
+    content."""
     content = message.get("content")
     return part % len(content) if isinstance(content, list) and content else 0

@@ -35,7 +35,7 @@ def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
 
 
 def is_persisted(text: str, *, preview_bytes: int) -> bool:
-    """True for a block this stage wrote (header, close tag and size all fit)."""
+    """True for a block `persisted_block` wrote (header, close tag and size all fit)."""
     return (
         len(text) <= preview_bytes + _BLOCK_FRAME
         and text.endswith(PERSISTED_CLOSE)
