@@ -10,8 +10,6 @@ or content. `GET /metrics` renders the registry in the Prometheus text format.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
@@ -19,24 +17,25 @@ from prometheus_client.exposition import generate_latest
 from proxy.compactor import CompactionOutcome
 from proxy.errors import CtxProxyError
 from proxy.server.appkeys import ENGINE, RequestScope, caller_of
-from proxy.server.metric_series import Counter, CounterSeries, Families, Histogram
+from proxy.server.metric_series import Counter, Families, Histogram
 from proxy.server.observe import Trace
+from proxy.server.tenant_series import TenantSeries, stage_totals
 from proxy.tally import Tally
-from proxy.usage import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 SUMMARIZER_REASONS = frozenset(
     {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
 )
-TOKEN_KINDS = ("prompt", "cached", "cache_creation", "completion")
-CUT_ACTIONS = ("pruned", "replayed", "persisted", "truncated")
-SUMMED = frozenset({"chars_pruned", *CUT_ACTIONS})
-"""Counters summed over every stage's report (as `Tally.chars_pruned` is)."""
-OWN_COUNTERS: Mapping[str, frozenset[str]] = {
-    "budgets": SUMMED | {"chars_saved"},
-    "validate": SUMMED | {"repairs", "client_violations"},
-}
-"""Counters read from one stage's report only, by stage."""
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "METRICS",
+    "SUMMARIZER_REASONS",
+    "Metrics",
+    "count_request",
+    "metrics_endpoint",
+    "stage_totals",
+]
 
 
 class Metrics:
@@ -80,7 +79,7 @@ class Metrics:
             "ctxproxy_store_degraded", "1 while the state store is unreachable."
         )
         self.registry.register(self._families)
-        self._tenants: dict[str, _TenantSeries] = {}
+        self._tenants: dict[str, TenantSeries] = {}
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:
         return self._families.counter("ctxproxy_" + name, doc, *labels)
@@ -114,11 +113,11 @@ class Metrics:
             self.degraded_requests.labels(tenant).value += 1
         self.set_store_degraded(trace.store_degraded)
 
-    def _add_tenant(self, tenant: str) -> _TenantSeries:
-        series = self._tenants[tenant] = _TenantSeries(self, tenant)
+    def _add_tenant(self, tenant: str) -> TenantSeries:
+        series = self._tenants[tenant] = TenantSeries(self, tenant)
         return series
 
-    def _stages(self, per_tenant: _TenantSeries, tally: Tally) -> None:
+    def _stages(self, per_tenant: TenantSeries, tally: Tally) -> None:
         counters = per_tenant.stage_counters
         for name, amount in stage_totals(tally).items():
             if amount > 0:  # a counter never goes down (prometheus_client raised on one)
@@ -132,59 +131,6 @@ class Metrics:
         self.compaction_s.labels(tenant, status).observe(trace.prepare_s)
         if status == "failed" and reason in SUMMARIZER_REASONS:
             self.summarizer_failures.labels(tenant, reason).value += 1
-
-
-class _TenantSeries:
-    """A tenant's series that every request touches, created at its first request; the token
-    series at its first request with usage."""
-
-    __slots__ = ("_tenant", "_token_kinds", "_tokens", "added_s", "stage_counters")
-
-    def __init__(self, metrics: Metrics, tenant: str) -> None:
-        self._tenant = tenant
-        self._tokens = metrics.tokens
-        self._token_kinds: tuple[CounterSeries, ...] = ()
-        self.added_s = metrics.added_s.labels(tenant)
-        self.stage_counters: dict[str, CounterSeries] = {
-            "chars_pruned": metrics.chars.labels(tenant, "prune"),
-            "chars_saved": metrics.chars.labels(tenant, "budgets"),
-            "persisted_chars": metrics.persisted_chars.labels(tenant),
-            **{action: metrics.tool_results.labels(tenant, action) for action in CUT_ACTIONS},
-            "repairs": metrics.repairs.labels(tenant),
-            "client_violations": metrics.client_violations.labels(tenant),
-        }
-
-    def add_tokens(self, usage: Usage) -> None:
-        if not self._token_kinds:
-            self._token_kinds = tuple(self._tokens.labels(self._tenant, k) for k in TOKEN_KINDS)
-        prompt, cached, creation, completion = self._token_kinds
-        # Usage counts are never negative (`usage._int`); zero ones are not added.
-        if usage.prompt_tokens:
-            prompt.value += usage.prompt_tokens
-        if usage.cached_tokens:
-            cached.value += usage.cached_tokens
-        if usage.cache_creation_tokens:
-            creation.value += usage.cache_creation_tokens
-        if usage.completion_tokens:
-            completion.value += usage.completion_tokens
-
-
-def stage_totals(tally: Tally) -> dict[str, int]:
-    """The non-zero stage counters the metrics add up: `SUMMED` over every stage,
-    `OWN_COUNTERS` from their stage only, and `persisted_chars` (the length of every persisted
-    output)."""
-    totals: dict[str, int] = {}
-    for stage, counters in tally.stages.items():
-        if counters:
-            wanted = OWN_COUNTERS.get(stage, SUMMED)
-            for name, value in counters.items():
-                if name in wanted:
-                    totals[name] = totals.get(name, 0) + value
-    if tally.outputs:
-        persisted = sum(map(len, tally.outputs.values()))
-        if persisted:
-            totals["persisted_chars"] = persisted
-    return totals
 
 
 METRICS = web.AppKey("metrics", Metrics)
