@@ -27,13 +27,11 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-import orjson
-
-from proxy.content import MarkerPath, find_body_markers, find_cache_markers
+from proxy.content import MarkerPath, find_body_markers
 from proxy.pipeline import SYSTEM_ROLES, body_with_messages
+from proxy.stages.marker_repair import canonical, repair_markers
 from proxy.types import JSON, Message, StageReport
 
-MAX_BREAKPOINTS = 4
 PLACEHOLDER = "[no result: this tool call was not answered]"
 
 _Faults: TypeAlias = tuple[list[int], list[tuple[int, Any]]]
@@ -58,7 +56,7 @@ def validate_request(
         if fixed is not messages:
             body, markers = body_with_messages(body, fixed), None
     paths = find_body_markers(body) if markers is None else markers
-    body = _repair_markers(body, paths, client_messages, allow=allow_cache_control, counts=counts)
+    body = repair_markers(body, paths, client_messages, allow=allow_cache_control, counts=counts)
     if len(counts) == 1 and not counts["client_violations"]:
         return body, _CLEAN
     counters = {"repairs": sum(n for k, n in counts.items() if k != "client_violations"), **counts}
@@ -137,10 +135,10 @@ def _repair_late_system(
     late = _late_system(messages)
     if not late:
         return messages
-    theirs = Counter(_canonical(client[i]) for i in _late_system(client))
+    theirs = Counter(canonical(client[i]) for i in _late_system(client))
     out = list(messages)
     for index in late:
-        key = _canonical(messages[index])
+        key = canonical(messages[index])
         if theirs[key] > 0:
             theirs[key] -= 1
             counts["client_violations"] += 1
@@ -148,65 +146,3 @@ def _repair_late_system(
             out[index] = {**messages[index], "role": "user"}
             counts["systems_demoted"] += 1
     return out if counts.get("systems_demoted") else messages
-
-
-def _repair_markers(
-    body: JSON,
-    paths: list[MarkerPath],
-    client: Sequence[Message],
-    *,
-    allow: bool,
-    counts: defaultdict[str, int],
-) -> JSON:
-    if not paths:
-        return body
-    theirs: Counter[bytes] = Counter()
-    if any(path[:1] == ("messages",) for path in paths):
-        theirs.update(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
-    ours: list[MarkerPath] = []
-    for path in paths:
-        if path[:1] == ("messages",) and len(path) > 1:
-            key = _marker_identity(_at(body, path))
-            if theirs[key] <= 0:
-                ours.append(path)
-                continue
-            theirs[key] -= 1
-    excess = len(paths) if not allow else len(paths) - MAX_BREAKPOINTS
-    remove = ours[::-1][: max(0, excess)]
-    counts["client_violations"] += int(excess > len(remove))
-    for path in remove:
-        body = _without_marker(body, path)
-    if remove:
-        counts["markers_removed"] += len(remove)
-    return body
-
-
-def _marker_identity(holder: JSON) -> bytes:
-    content: Any = holder.get("content", holder)
-    if isinstance(content, list) and content and isinstance(content[-1], dict):
-        content = content[-1]
-    if isinstance(content, dict):
-        content = content.get("text", {k: v for k, v in content.items() if k != "cache_control"})
-    return _canonical([holder["cache_control"], content])
-
-
-def _without_marker(value: Any, path: MarkerPath) -> Any:
-    """A copy of `value` without the marker at `path`; copies only the containers on the path."""
-    if not path:
-        return {k: v for k, v in value.items() if k != "cache_control"}
-    head, rest = path[0], path[1:]
-    if isinstance(value, list) and isinstance(head, int):
-        items = list(value)
-        items[head] = _without_marker(value[head], rest)
-        return items
-    return {**value, head: _without_marker(value[head], rest)}
-
-
-def _at(value: Any, path: MarkerPath) -> Any:
-    for key in path:
-        value = value[key]
-    return value
-
-
-def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
