@@ -11,9 +11,10 @@ import logging
 
 from proxy.compaction_job import CompactionJob
 from proxy.ports import Summarizer
-from proxy.stages import compact as decide
+from proxy.stages import compaction_plan as decide
 from proxy.stages import summary_request
-from proxy.stages.compact import CompactionPlan, CompactSettings
+from proxy.stages.compact import CompactSettings
+from proxy.stages.compaction_plan import CompactionPlan
 from proxy.types import Message
 
 # Logged under the compactor's name, as before this step had its own module.

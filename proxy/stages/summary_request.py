@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from proxy.stages.compact import OUTPUT_RESERVE_TOKENS, CompactSettings, content_text
+from proxy.stages.compact import OUTPUT_RESERVE_TOKENS, CompactSettings
+from proxy.stages.compaction_plan import content_text
 from proxy.types import JSON, Message
 
 _BODY_KEYS = ("model", "messages", "tools", "prompt_cache_key", "user")
