@@ -1,6 +1,6 @@
 """When a request compacts: now when due, in the background past the soft threshold (async
 mode), and what a finished background compaction leaves in the store; plus the `CompactionJob`
-it would run. The decisions themselves are `proxy.stages.compact`'s; `ContextEngine.prepare`
+it would run. The thresholds themselves are `proxy.stages.compact`'s; `ContextEngine.prepare`
 asks `CompactionTrigger.compact_if_due`."""
 
 from __future__ import annotations

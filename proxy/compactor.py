@@ -1,7 +1,8 @@
 """The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3).
 
 Only ports are used here (`StateStore`, `Summarizer`); every decision is a pure function of
-`proxy.stages.compact`. Outcomes, never exceptions: a failed compaction leaves the request as it
+`proxy.stages.compact` (when) or `proxy.stages.compaction_plan` (what is cut and what replaces
+it). Outcomes, never exceptions: a failed compaction leaves the request as it
 was (`messages` = the working history) and nothing stored. The job, its outcome and the mapping
 of working indices to client ones are in `proxy.compaction_job`; the summary step is in
 `proxy.compaction_summary`.
