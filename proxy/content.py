@@ -11,6 +11,8 @@ import orjson
 from proxy.types import JSON, Message
 
 MarkerPath: TypeAlias = tuple[str | int, ...]
+MAX_BREAKPOINTS = 4
+"""Anthropic accepts at most four `cache_control` breakpoints in one request."""
 _CONTAINERS = (dict, list)
 _MARKER_KEY = b'"cache_control"'
 
@@ -104,3 +106,8 @@ def _collect_markers(
     for key, item in items:
         if type(item) is not str and isinstance(item, _CONTAINERS):  # strings: most leaves
             _collect_markers(item, (*path, key), found)
+
+
+def canonical(value: Any) -> bytes:
+    """`value` as JSON with sorted keys: equal for equal values whatever their key order."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 
-from proxy.content import MarkerPath, find_body_markers
+from proxy.content import MAX_BREAKPOINTS, MarkerPath, find_body_markers
 from proxy.pipeline import body_with_messages
 from proxy.stages.marker import (
     Ttl,
@@ -34,7 +34,6 @@ from proxy.types import JSON, Message, SystemPrompt, Turn
 if TYPE_CHECKING:  # only a type here: proxy.stages.cache imports this module
     from proxy.stages.cache import CacheSettings
 
-MAX_BREAKPOINTS = 4
 CHARS_PER_TOKEN = 4
 # Minimum cacheable prefix in tokens (Anthropic prompt-caching docs), first match wins; model names
 # are lower-cased with dots as dashes so gateway spellings (`anthropic/claude-opus-4.6`) match.

@@ -16,12 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
-from proxy.content import MarkerPath, find_cache_markers
+from proxy.content import MAX_BREAKPOINTS, MarkerPath, canonical, find_cache_markers
 from proxy.types import JSON, Message
-
-MAX_BREAKPOINTS = 4
 
 
 def repair_markers(
@@ -80,7 +76,3 @@ def _at(value: Any, path: MarkerPath) -> Any:
     for key in path:
         value = value[key]
     return value
-
-
-def canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)

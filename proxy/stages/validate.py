@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from proxy.content import MarkerPath, find_body_markers
+from proxy.content import MarkerPath, canonical, find_body_markers
 from proxy.pipeline import SYSTEM_ROLES, body_with_messages
-from proxy.stages.marker_repair import canonical, repair_markers
+from proxy.stages.marker_repair import repair_markers
 from proxy.types import JSON, Message, StageReport
 
 PLACEHOLDER = "[no result: this tool call was not answered]"
