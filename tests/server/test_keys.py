@@ -75,3 +75,29 @@ async def test_an_unknown_key_is_refused_before_the_body_is_read(make_proxy: Mak
             headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
             async with http.post(url, data=b"{not json", headers=headers) as response:
                 assert response.status == status, key
+
+
+async def test_two_apps_in_one_process_each_use_their_own_keys_and_metrics(
+    make_proxy: MakeProxy,
+) -> None:
+    keyed = await make_proxy(tenant_extra=KEYED)
+    open_ = await make_proxy()  # no keys: any bearer is the default tenant
+    url = "/chat/completions"
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    async with aiohttp.ClientSession() as http:
+        for proxy, key, status in (
+            (keyed, "sk-wrong", 401),
+            (open_, "sk-wrong", 200),
+            (keyed, "sk-good", 200),
+            (open_, "sk-good", 200),
+        ):
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            async with http.post(proxy.base_url + url, data=body, headers=headers) as response:
+                assert response.status == status, (proxy is keyed, key)
+                assert response.headers["X-Ctx-Request-Id"]
+        metrics = {}
+        for name, proxy in (("keyed", keyed), ("open", open_)):
+            async with http.get(str(proxy.server.make_url("/metrics"))) as response:
+                metrics[name] = await response.text()
+    refused = 'ctxproxy_http_requests_total{route="/v1/chat/completions",status="401",tenant="-"}'
+    assert refused in metrics["keyed"] and refused not in metrics["open"]
