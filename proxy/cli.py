@@ -118,7 +118,7 @@ def run_keys_hash(args: argparse.Namespace) -> int:
 
 def run_bootstrap(args: argparse.Namespace) -> int:
     from proxy.config import load_settings
-    from proxy.server.app import make_workspace
+    from proxy.server.factories import make_workspace
     from proxy.stages.bootstrap import assemble_system
 
     settings = load_settings(args.config, environ=os.environ)

@@ -2,7 +2,8 @@
 
 Everything app-scoped is built in one `cleanup_ctx` and torn down in reverse: the HTTP client
 session, the state store, the upstream adapters, the summarizers, the compactor, the engine.
-`ports` lets a caller (tests, the demo) supply its own store or workspace.
+`ports` lets a caller (tests, the demo) supply its own store or workspace. The adapters come from
+`proxy.server.factories` (re-exported here).
 """
 
 from __future__ import annotations
@@ -10,22 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-from proxy.adapters.anthropic_upstream import AnthropicUpstream
-from proxy.adapters.http_client import Timeouts
-from proxy.adapters.memory_state import MemoryStore
-from proxy.adapters.openai_upstream import OpenAIUpstream
-from proxy.adapters.redis_state import RedisStore
-from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
-from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction_trigger import BackgroundHook
 from proxy.compactor import Compactor
 from proxy.engine import ContextEngine
-from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
+from proxy.ports import StateStore, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (
     ENGINE,
@@ -43,13 +36,23 @@ from proxy.server.appkeys import (
 from proxy.server.body_scan import KnownTools
 from proxy.server.chat import chat_completions
 from proxy.server.events import EventEmitter
+from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
 from proxy.server.keys import KeyRing
 from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.passthrough import passthrough
-from proxy.settings import Settings, UpstreamSettings
+from proxy.settings import Settings
 from proxy.stack import build_stack, memo_bytes_per_tenant
 from proxy.stages.compact import CompactSettings
+
+__all__ = [
+    "Ports",
+    "create_app",
+    "make_store",
+    "make_summarizer",
+    "make_upstream",
+    "make_workspace",
+]
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
@@ -141,65 +144,3 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
 
 async def _drain(app: web.Application) -> None:
     app[LIFECYCLE].drain(app[SETTINGS].server.drain_timeout_s)
-
-
-def make_store(settings: Settings) -> StateStore:
-    store = settings.store
-    if store.url.startswith("memory://"):
-        workspaces = {name: t.workspace for name, t in settings.tenants.items()}
-
-        def archive_dir(tenant: str) -> Path | None:
-            found = workspaces.get(tenant)
-            return found / "sessions" if found is not None else None
-
-        return MemoryStore(session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir)
-    return RedisStore(
-        store.url,
-        key_prefix=store.key_prefix,
-        session_ttl_s=store.session_ttl_s,
-        op_timeout_s=store.op_timeout_s,
-    )
-
-
-def make_workspace(settings: Settings) -> WorkspaceSource:
-    managed = next(
-        (t.bootstrap.managed_dir for t in settings.tenants.values() if t.bootstrap.managed_dir),
-        None,
-    )
-    return FileWorkspace(
-        workspaces={name: t.workspace for name, t in settings.tenants.items()},
-        managed_dir=Path(managed) if managed else None,
-    )
-
-
-def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
-    if upstream.kind == "anthropic":
-        return AnthropicUpstream(
-            session=http,
-            base_url=upstream.base_url,
-            api_key=upstream.api_key,
-            default_max_tokens=upstream.default_max_tokens,
-            connect_timeout_s=upstream.connect_timeout_s,
-            first_byte_timeout_s=upstream.first_byte_timeout_s,
-            idle_timeout_s=upstream.idle_timeout_s,
-            timeout_s=upstream.timeout_s,
-        )
-    timeouts = Timeouts(
-        connect_s=upstream.connect_timeout_s,
-        first_byte_s=upstream.first_byte_timeout_s,
-        idle_s=upstream.idle_timeout_s,
-        total_s=upstream.timeout_s,
-    )
-    return OpenAIUpstream(
-        session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
-    )
-
-
-def make_summarizer(upstream: UpstreamSettings) -> Summarizer:
-    if upstream.kind == "anthropic":
-        return AnthropicSummarizer(
-            base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
-        )
-    return OpenAISummarizer(
-        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
-    )

@@ -1,0 +1,86 @@
+"""The concrete adapters, built from settings: `make_store`, `make_workspace`, `make_upstream`,
+`make_summarizer`.
+
+Each picks the adapter its settings name (`memory://` or Redis; Anthropic or OpenAI-compatible)
+and constructs it with explicit arguments; nothing is opened or connected here. `create_app`
+(`proxy.server.app`) calls them in its `cleanup_ctx` and owns what they return (closing it on
+shutdown); the CLI's bootstrap preview and the benchmarks call `make_workspace` directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from proxy.adapters.anthropic_upstream import AnthropicUpstream
+from proxy.adapters.http_client import Timeouts
+from proxy.adapters.memory_state import MemoryStore
+from proxy.adapters.openai_upstream import OpenAIUpstream
+from proxy.adapters.redis_state import RedisStore
+from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.adapters.workspace import FileWorkspace
+from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
+from proxy.settings import Settings, UpstreamSettings
+
+
+def make_store(settings: Settings) -> StateStore:
+    store = settings.store
+    if store.url.startswith("memory://"):
+        workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+
+        def archive_dir(tenant: str) -> Path | None:
+            found = workspaces.get(tenant)
+            return found / "sessions" if found is not None else None
+
+        return MemoryStore(session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir)
+    return RedisStore(
+        store.url,
+        key_prefix=store.key_prefix,
+        session_ttl_s=store.session_ttl_s,
+        op_timeout_s=store.op_timeout_s,
+    )
+
+
+def make_workspace(settings: Settings) -> WorkspaceSource:
+    managed = next(
+        (t.bootstrap.managed_dir for t in settings.tenants.values() if t.bootstrap.managed_dir),
+        None,
+    )
+    return FileWorkspace(
+        workspaces={name: t.workspace for name, t in settings.tenants.items()},
+        managed_dir=Path(managed) if managed else None,
+    )
+
+
+def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
+    if upstream.kind == "anthropic":
+        return AnthropicUpstream(
+            session=http,
+            base_url=upstream.base_url,
+            api_key=upstream.api_key,
+            default_max_tokens=upstream.default_max_tokens,
+            connect_timeout_s=upstream.connect_timeout_s,
+            first_byte_timeout_s=upstream.first_byte_timeout_s,
+            idle_timeout_s=upstream.idle_timeout_s,
+            timeout_s=upstream.timeout_s,
+        )
+    timeouts = Timeouts(
+        connect_s=upstream.connect_timeout_s,
+        first_byte_s=upstream.first_byte_timeout_s,
+        idle_s=upstream.idle_timeout_s,
+        total_s=upstream.timeout_s,
+    )
+    return OpenAIUpstream(
+        session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
+    )
+
+
+def make_summarizer(upstream: UpstreamSettings) -> Summarizer:
+    if upstream.kind == "anthropic":
+        return AnthropicSummarizer(
+            base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+        )
+    return OpenAISummarizer(
+        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+    )
