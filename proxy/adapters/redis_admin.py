@@ -21,8 +21,8 @@ from proxy.types import JSON
 async def read_events(
     url: str, keys: Keys, last_id: str, *, block_ms: int, count: int
 ) -> list[tuple[str, dict[str, str]]]:
-    """Up to `count` events after `last_id`, waiting up to `block_ms` (0: forever) for one;
-    raises `StoreUnavailable` on a Redis or OS error."""
+    """Up to `count` events after `last_id`, waiting up to `block_ms` for one (0: no wait, as
+    the embedded store); raises `StoreUnavailable` on a Redis or OS error."""
     # A blocking read needs its own connection whose timeout outlasts the block.
     reader: Any = aioredis.Redis.from_url(url, socket_timeout=block_ms / 1000 + 1)
     try:
