@@ -1,10 +1,9 @@
 """`FileWorkspace`: the bootstrap files of a tenant, read from disk and re-read only on change.
 
 Layers, lowest first: the managed directory (all tenants), the tenant's workspace, and the session
-layer `<workspace>/sessions/<session>/`. In each, only the allow-listed relative names of
-`ALLOWED_FILES` are ever opened. A name is resolved and refused when it escapes its layer's root
-(`..`, absolute, a symlink leading outside); the final open uses `O_NOFOLLOW` and `O_NONBLOCK`
-and only a regular file is read. A missing, unreadable or refused file is simply absent.
+layer `<workspace>/sessions/<session>/`. In each, only the allow-listed names are opened, confined
+to the layer's root (`proxy.adapters.workspace_paths`), and only a regular file is read. A missing,
+unreadable or refused file is simply absent.
 
 At most `max_file_bytes` are read per file and decoded as UTF-8 with replacement. A file is re-read
 only when its (mtime_ns, size, inode) changes; `reads` counts actual opens (for tests and metrics).
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Mapping
@@ -26,55 +24,19 @@ from pathlib import Path
 
 import orjson
 
+from proxy.adapters import workspace_paths
+from proxy.adapters.workspace_paths import (
+    ALLOWED_FILES,
+    OPEN_FLAGS,
+    confined,
+    resolve_inside,
+    valid_session,
+)
 from proxy.types import WorkspaceView
 
-ALLOWED_FILES = (
-    ("soul", "soul.md"),
-    ("user", "user.md"),
-    ("agent", "agent.md"),
-    ("memory", "memory/MEMORY.md"),
-)
-SESSIONS_DIR = "sessions"
-SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+__all__ = ["FileWorkspace", "resolve_inside"]
 
 _Stamp = tuple[int, int, int]
-
-
-def resolve_inside(root: Path, relative: str) -> Path | None:
-    """`root/relative` with every symlink resolved, or None when it would leave `root`.
-
-    Refuses absolute names, empty, `.` and `..` components and a NUL byte outright.
-    """
-    target = _confined(os.path.realpath(root), relative)
-    return Path(target) if target is not None else None
-
-
-def _confined(base: str, relative: str) -> str | None:
-    """Like `resolve_inside`, on strings, for a `base` that is already resolved.
-
-    Walks the components below `base` with `lstat` (cheap: one or two per name) and pays for a
-    full `realpath` only when one of them is a symlink.
-    """
-    parts = relative.split("/")
-    if "\0" in relative or any(part in ("", ".", "..") for part in parts):
-        return None
-    path = base
-    for part in parts:
-        path = os.path.join(path, part)
-        try:
-            is_link = stat.S_ISLNK(os.lstat(path).st_mode)
-        except OSError:
-            return os.path.join(base, *parts)  # missing: nothing there to follow
-        if is_link:
-            path = os.path.realpath(os.path.join(base, *parts))
-            break
-    return path if path.startswith(base.rstrip(os.sep) + os.sep) else None
 
 
 def _stamp(st: os.stat_result) -> _Stamp:
@@ -115,7 +77,7 @@ class FileWorkspace:
         # Unknown tenants, and invalid session ids, share one entry: they get the same view.
         key = (
             tenant if tenant in self._workspaces else None,
-            session if _valid_session(session) else None,
+            session if valid_session(session) else None,
         )
         now = self._clock()
         cached = self._views.pop(key, None)
@@ -134,24 +96,19 @@ class FileWorkspace:
             if root is not None:
                 for key, text in self._read_layer(root).items():
                     files[key] = (*files.get(key, ()), text)
-        session_root = self._session_root(workspace, session) if session is not None else None
+        session_root = (
+            workspace_paths.session_root(workspace, session) if session is not None else None
+        )
         session_files = self._read_layer(session_root) if session_root else {}
         return WorkspaceView(
             files=files, session_files=session_files, version=_version(files, session_files)
         )
 
-    def _session_root(self, workspace: Path | None, session: str) -> Path | None:
-        """The session layer's directory, if it exists inside the workspace."""
-        if workspace is None:
-            return None
-        root = resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
-        return root if root is not None and root.is_dir() else None
-
     def _read_layer(self, root: Path) -> dict[str, str]:
         out: dict[str, str] = {}
         base = os.path.realpath(root)
         for key, name in ALLOWED_FILES:
-            path = _confined(base, name)
+            path = confined(base, name)
             text = self._read(path) if path is not None else None
             if text is not None:
                 out[key] = text
@@ -179,7 +136,7 @@ class FileWorkspace:
     def _load(self, path: str) -> tuple[_Stamp, str] | None:
         """Open without following a final symlink, check it is a regular file, read the cap."""
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, OPEN_FLAGS)
         except OSError:
             return None
         self.reads += 1
@@ -198,10 +155,6 @@ class FileWorkspace:
             os.close(fd)
         text = b"".join(chunks).decode("utf-8", errors="replace").removeprefix("\ufeff")
         return _stamp(st), text
-
-
-def _valid_session(session: str) -> bool:
-    return session not in (".", "..") and SESSION_ID.fullmatch(session) is not None
 
 
 def _version(files: Mapping[str, tuple[str, ...]], session_files: Mapping[str, str]) -> str:
