@@ -2,12 +2,12 @@
 
 Every operation is one pipelined round trip, run through the `Breaker` of
 `proxy.adapters.redis_breaker` (its docstring tells what a failure does); any Redis failure
-raises `StoreUnavailable`. The operator's reads are in `proxy.adapters.redis_admin`.
+raises `StoreUnavailable`. The compactor's writes (archive, fenced save, lock) come from the
+mixin base in `proxy.adapters.redis_compaction`; the operator's reads are in `redis_admin`.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -20,15 +20,15 @@ from proxy.adapters.redis_codec import (
     FENCED_SAVE,
     RELEASE_LOCK,
     compaction_from_json,
-    compaction_to_json,
     decode_hash,
 )
+from proxy.adapters.redis_compaction import CompactionWrites
 from proxy.adapters.redis_keys import Keys
 from proxy.errors import StoreUnavailable
-from proxy.types import JSON, SessionState, StoredCompaction
+from proxy.types import JSON, SessionState
 
 
-class RedisStore:
+class RedisStore(CompactionWrites):
     def __init__(
         self,
         url: str,
@@ -109,61 +109,6 @@ class RedisStore:
             for name in touched:
                 pipe.expire(name, self._ttl)
             await pipe.execute()
-
-        await self._breaker.call(op)
-
-    async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
-        raw = self._keys.session(tenant, session, "raw")
-
-        async def op() -> str:
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xadd(raw, {"messages": messages_json}, maxlen=self._archive_max, approximate=True)
-            pipe.expire(raw, self._ttl)
-            entry_id, _ = await pipe.execute()
-            return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-
-        return await self._breaker.call(op)
-
-    async def save_compaction(
-        self,
-        tenant: str,
-        session: str,
-        compaction: StoredCompaction,
-        *,
-        snapshot_json: bytes,
-        lock_token: str,
-    ) -> bool:
-        keys = [
-            self._keys.session(tenant, session, kind)
-            for kind in ("lock", "compactions", "snapshot")
-        ]
-        args: list[str | bytes | int] = [
-            lock_token,
-            compaction.prefix_hash,
-            compaction_to_json(compaction),
-            snapshot_json,
-            self._ttl,
-        ]
-
-        async def op() -> bool:
-            return bool(await self._fenced_save(keys=keys, args=args))
-
-        return await self._breaker.call(op)
-
-    async def acquire_lock(self, tenant: str, session: str, *, ttl_ms: int) -> str | None:
-        token = secrets.token_hex(16)
-        lock = self._keys.session(tenant, session, "lock")
-
-        async def op() -> bool:
-            return bool(await self._redis.set(lock, token, nx=True, px=ttl_ms))
-
-        return token if await self._breaker.call(op) else None
-
-    async def release_lock(self, tenant: str, session: str, token: str) -> None:
-        lock = self._keys.session(tenant, session, "lock")
-
-        async def op() -> None:
-            await self._release(keys=[lock], args=[token])
 
         await self._breaker.call(op)
 
