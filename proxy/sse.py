@@ -3,24 +3,15 @@
 Feed it bytes as they arrive; it returns each complete event with the exact bytes it came in, so
 a relay can forward events untouched (or drop one) without ever re-encoding. Handles `\\n`,
 `\\r\\n` and `\\r` line ends split anywhere, comments, multi-line `data:` and UTF-8 split across
-chunks. A partial event is never returned.
+chunks. A partial event is never returned. The event record (`SSEvent`) and `encode_event` live
+in `proxy.sse_event` and are re-exported here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from proxy.sse_event import SSEvent, encode_event
 
-
-class SSEvent(NamedTuple):
-    """One dispatched event: its fields and the raw bytes it occupied on the wire.
-
-    A named tuple rather than a frozen dataclass: one is built per event of every stream."""
-
-    raw: bytes
-    data: str = ""
-    event: str = ""
-    id: str | None = None
-    is_comment_only: bool = False
+__all__ = ["SSEDecoder", "SSEvent", "encode_event"]
 
 
 class SSEDecoder:
@@ -165,10 +156,3 @@ class SSEDecoder:
         self._id = None
         self._saw_field = False
         return event
-
-
-def encode_event(data: str, *, event: str = "") -> bytes:
-    """Encode one event with `\\n` line ends; multi-line data becomes several `data:` lines."""
-    head = f"event: {event}\n" if event else ""
-    body = "".join(f"data: {line}\n" for line in data.split("\n"))
-    return (head + body + "\n").encode()
