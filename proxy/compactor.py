@@ -5,7 +5,8 @@ Only ports are used here (`StateStore`, `Summarizer`); every decision is a pure 
 it). Outcomes, never exceptions: a failed compaction leaves the request as it
 was (`messages` = the working history) and nothing stored. The job, its outcome and the mapping
 of working indices to client ones are in `proxy.compaction_job`; the summary step is in
-`proxy.compaction_summary`.
+`proxy.compaction_summary`; the background tasks (`start_background`, `running`, `aclose`) in
+`proxy.compaction_tasks`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import orjson
 
 from proxy.compaction_job import CompactionJob, CompactionOutcome, Status, client_covers
 from proxy.compaction_summary import compacted_history, summarize
+from proxy.compaction_tasks import CompactionTasks
 from proxy.history import history_salt
 from proxy.ports import StateStore, Summarizer
 from proxy.stages import compact as decide
@@ -31,10 +33,9 @@ __all__ = ["CompactionJob", "CompactionOutcome", "Compactor", "client_covers"]
 log = logging.getLogger(__name__)
 
 SummarizerSource = Mapping[str, Summarizer] | Callable[[str], Summarizer]
-OnDone = Callable[[CompactionOutcome], Awaitable[None]]
 
 
-class Compactor:
+class Compactor(CompactionTasks):
     """Compacts sessions through the ports; holds a reference to every background task."""
 
     def __init__(
@@ -148,45 +149,6 @@ class Compactor:
         if name is None and len(source) == 1:
             return next(iter(source.values()))
         return source.get(name or "")
-
-    def running(self, tenant: str, session: str) -> bool:
-        return (tenant, session) in self._running
-
-    def start_background(self, job: CompactionJob, *, on_done: OnDone | None = None) -> bool:
-        """Async mode: compact in a task (at most one per session); False if one is running.
-
-        The job is deep-copied first; `on_done` is awaited with the outcome (its errors logged).
-        """
-        key = (job.tenant, job.session)
-        if key in self._running:
-            return False
-        task = asyncio.create_task(self._background(job.detached(), on_done))
-        self._tasks.add(task)
-        self._running[key] = task
-        task.add_done_callback(lambda done: self._forget(key, done))
-        return True
-
-    async def _background(self, job: CompactionJob, on_done: OnDone | None) -> CompactionOutcome:
-        outcome = await self.run(job)
-        log.info("background compaction %s/%s: %s", job.tenant, job.session, outcome.reason)
-        if on_done is not None:
-            try:
-                await on_done(outcome)
-            except Exception:
-                log.exception("compaction on_done callback failed")
-        return outcome
-
-    def _forget(self, key: tuple[str, str], task: asyncio.Task[CompactionOutcome]) -> None:
-        self._tasks.discard(task)
-        if self._running.get(key) is task:
-            del self._running[key]
-
-    async def aclose(self) -> None:
-        """Cancel and await every background compaction (a cancelled one stores nothing)."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:
