@@ -17,7 +17,8 @@ from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
 from proxy.server.observe import Observer, Trace, notify
-from proxy.server.relay import Relayed, relay_body, relay_stream
+from proxy.server.relay import Relayed, relay_body
+from proxy.server.stream_relay import relay_stream
 from proxy.types import JSON
 
 
