@@ -3,15 +3,15 @@
 Feed it bytes as they arrive; it returns each complete event with the exact bytes it came in, so
 a relay can forward events untouched (or drop one) without ever re-encoding. Handles `\\n`,
 `\\r\\n` and `\\r` line ends split anywhere, comments, multi-line `data:` and UTF-8 split across
-chunks. A partial event is never returned. The event record (`SSEvent`) and `encode_event` live
-in `proxy.sse_event` and are re-exported here.
+chunks. A partial event is never returned. The event record (`SSEvent`) lives in
+`proxy.sse_event` and is re-exported here.
 """
 
 from __future__ import annotations
 
-from proxy.sse_event import SSEvent, encode_event
+from proxy.sse_event import SSEvent
 
-__all__ = ["SSEDecoder", "SSEvent", "encode_event"]
+__all__ = ["SSEDecoder", "SSEvent"]
 
 
 class SSEDecoder:

@@ -1,7 +1,7 @@
-"""One Server-Sent Event: the record `SSEDecoder` dispatches, and the encoding of a new one.
+"""One Server-Sent Event as `SSEDecoder` dispatches it. Pure: no I/O, no state.
 
-Pure: no I/O, no state. `SSEvent` keeps the exact bytes an event occupied on the wire so a relay
-never re-encodes what it forwards; `encode_event` writes an event the proxy makes itself.
+`SSEvent` keeps the exact bytes an event occupied on the wire, so a relay never re-encodes what it
+forwards.
 """
 
 from __future__ import annotations
@@ -19,10 +19,3 @@ class SSEvent(NamedTuple):
     event: str = ""
     id: str | None = None
     is_comment_only: bool = False
-
-
-def encode_event(data: str, *, event: str = "") -> bytes:
-    """Encode one event with `\\n` line ends; multi-line data becomes several `data:` lines."""
-    head = f"event: {event}\n" if event else ""
-    body = "".join(f"data: {line}\n" for line in data.split("\n"))
-    return (head + body + "\n").encode()
