@@ -102,11 +102,9 @@ class ContextEngine:
         if outcome is not None and outcome.status == "done":
             draft = draft._replace(messages=outcome.messages)
             covers = outcome.compaction.covers if outcome.compaction else covers
+        marked = client_marked or applied is not None or outcome is not None
         body_out, after = stack.finish(
-            draft,
-            turn,
-            client_messages=body["messages"],
-            client_marked=client_marked or applied is not None or outcome is not None,
+            draft, turn, client_messages=body["messages"], client_marked=marked
         )
         reports.extend(after)
         return Prepared(
