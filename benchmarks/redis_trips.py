@@ -1,7 +1,9 @@
 """Section 2b: Redis round trips and commands per request, against a real redis-server.
 
-Round trips are counted at the client (each `send_packed_command` is one write of a command or
-of a whole pipeline); commands at the server (`INFO commandstats` delta).
+A request is what the proxy asks of the store for one chat request: load the state, prepare,
+persist outputs, record the outcome, and emit the request's event (`EventEmitter`, as the
+after-work does). Round trips are counted at the client (each `send_packed_command` is one write
+of a command or of a whole pipeline); commands at the server (`INFO commandstats` delta).
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ import redis
 import redis.asyncio.connection as aconnection
 
 from benchmarks.common import free_port, stop, wait_port
-from benchmarks.engine_rig import body_of, cycled_messages, make_engine, one_request
+from benchmarks.engine_rig import body_of, cycled_messages, make_engine
+from benchmarks.payloads import MODEL
 from proxy.adapters.redis_state import RedisStore
+from proxy.engine import ContextEngine
+from proxy.server.events import EventEmitter
+from proxy.server.observe import Trace
+from proxy.server.relay import Relayed
+from proxy.usage import Usage
 
 
 @contextlib.contextmanager
@@ -60,18 +68,36 @@ def server_commands(url: str) -> dict[str, int]:
     return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
 
 
+async def one_request(
+    engine: ContextEngine, events: EventEmitter, body: dict[str, Any], session: str
+) -> None:
+    """The store's part of one request: load → prepare → persist → record → event."""
+    turn, _ = await engine.load_turn("default", session, MODEL)
+    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    await engine.persist_outputs(prepared)
+    usage = Usage(prompt_tokens=100)
+    await engine.record(prepared, usage=usage, completed=True, messages_in=len(body["messages"]))
+    relayed = Relayed(usage=usage, completed=True)
+    await events.on_request(Trace(
+        tenant="default", session=session, model=MODEL, stream=False, status=200,
+        prepared=prepared, relayed=relayed, messages_in=len(body["messages"]),
+        prepare_s=0.001, upstream_s=0.01, store_degraded=False,
+    ))
+
+
 async def run(tmp: Path, *, requests: int = 50) -> dict[str, Any]:
     with redis_server() as url:
         if url is None:
             return {"skipped": "redis-server not found"}
         store = RedisStore(url, key_prefix="bench:", session_ttl_s=3600, op_timeout_s=2.0)
         engine = make_engine(tmp, store)
+        events = EventEmitter(lambda: store)
         body = body_of(cycled_messages(100))
-        await one_request(engine, body, "warm")
+        await one_request(engine, events, body, "warm")
         before = server_commands(url)
         with counted_round_trips() as trips:
             for index in range(requests):
-                await one_request(engine, body, f"r{index % 5}")
+                await one_request(engine, events, body, f"r{index % 5}")
         after = server_commands(url)
         await store.close()
     commands = {k: after.get(k, 0) - before.get(k, 0) for k in after}
