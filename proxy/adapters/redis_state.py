@@ -42,9 +42,13 @@ class RedisStore(CompactionWrites):
     ) -> None:
         self._url = url
         # redis-py types its replies as unions of every RESP shape; we decode at this edge.
+        # No socket timeout: the breaker bounds every operation as a whole (`op_timeout_s`), and a
+        # per-read one would arm a timer for each reply of a pipeline (a dozen per request). A
+        # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
+        # exception mid-read), so no reply is left for the next command to misread.
         self._redis: Any = aioredis.Redis.from_url(
             url,
-            socket_timeout=op_timeout_s,
+            socket_timeout=None,
             socket_connect_timeout=op_timeout_s,
             max_connections=64,
             retry_on_timeout=False,

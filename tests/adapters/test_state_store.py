@@ -180,3 +180,26 @@ async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
     finally:
         await store.close()
         server.stop()
+
+
+async def test_a_reply_cut_by_the_timeout_is_never_read_as_the_next_ones() -> None:
+    """The breaker's timeout bounds each operation (the client has no socket timeout): a read it
+    cuts must drop its connection, or the late reply would answer the next command."""
+    server = RedisServer()
+    server.start()
+    store = RedisStore(server.url, op_timeout_s=0.2, breaker_s=0.0)
+    admin = aioredis.Redis.from_url(server.url)
+    try:
+        await store.put_output("t1", "out-1", "the full text")
+        await store.record_turn("t1", "s1", fields={"model": "m"}, counters={}, decisions={})
+        await admin.execute_command("CLIENT", "PAUSE", 500, "ALL")
+        with pytest.raises(StoreUnavailable):
+            await store.get_output("t1", "out-1")  # its reply arrives after the pause
+        await asyncio.sleep(0.6)
+        state = await store.load("t1", "s1")
+        assert state.fields["model"] == "m" and state.int_field("requests") == 0
+        assert await store.get_output("t1", "out-1") == "the full text"
+    finally:
+        await admin.aclose()
+        await store.close()
+        server.stop()
