@@ -77,9 +77,11 @@ def skip_after(patches: Patches) -> None:
 
 
 def skip_record(patches: Patches) -> None:
-    """`ContextEngine.record` writes nothing to the session state."""
+    """`ContextEngine.record` writes nothing to the session state (its events go on their own)."""
 
-    async def record(self: ContextEngine, prepared: Prepared, **_: Any) -> bool:
+    async def record(self: ContextEngine, _: Prepared, *, events: Any = (), **__: Any) -> bool:
+        for event in events:  # the request's events, which otherwise ride with the record
+            await self.store.emit_event(event)
         return True
 
     patches.replace(ContextEngine, "record", record)
@@ -99,12 +101,12 @@ def skip_metrics(patches: Patches) -> None:
 
 
 def skip_events(patches: Patches) -> None:
-    """`EventEmitter.on_request` emits no event."""
+    """`EventEmitter.entries` builds no event: the session record goes without."""
 
-    async def on_request(self: EventEmitter, trace: Any) -> None:
-        return None
+    def entries(self: EventEmitter, trace: Any) -> list[dict[str, str]]:
+        return []
 
-    patches.replace(EventEmitter, "on_request", on_request)
+    patches.replace(EventEmitter, "entries", entries)
 
 
 def run_inline(patches: Patches) -> None:

@@ -1,8 +1,8 @@
 """Section 2b: Redis round trips and commands per request, against a real redis-server.
 
 A request is what the proxy asks of the store for one chat request: load the state, prepare,
-persist outputs, record the outcome, and emit the request's event (`EventEmitter`, as the
-after-work does). Round trips are counted at the client (each `send_packed_command` is one write
+persist outputs, and record the outcome with the request's events (`EventEmitter.entries`), as
+the after-work does. Round trips are counted at the client (each `send_packed_command` is one write
 of a command or of a whole pipeline); commands at the server (`INFO commandstats` delta).
 """
 
@@ -71,18 +71,20 @@ def server_commands(url: str) -> dict[str, int]:
 async def one_request(
     engine: ContextEngine, events: EventEmitter, body: dict[str, Any], session: str
 ) -> None:
-    """The store's part of one request: load → prepare → persist → record → event."""
+    """The store's part of one request: load → prepare → persist → record with the request's
+    events (as `proxy.server.chat` does after the answer)."""
     turn, _ = await engine.load_turn("default", session, MODEL)
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     await engine.persist_outputs(prepared)
     usage = Usage(prompt_tokens=100)
-    await engine.record(prepared, usage=usage, completed=True, messages_in=len(body["messages"]))
-    relayed = Relayed(usage=usage, completed=True)
-    await events.on_request(Trace(
+    trace = Trace(
         tenant="default", session=session, model=MODEL, stream=False, status=200,
-        prepared=prepared, relayed=relayed, messages_in=len(body["messages"]),
-        prepare_s=0.001, upstream_s=0.01, store_degraded=False,
-    ))
+        prepared=prepared, relayed=Relayed(usage=usage, completed=True),
+        messages_in=len(body["messages"]), prepare_s=0.001, upstream_s=0.01,
+        store_degraded=False,
+    )
+    await engine.record(prepared, usage=usage, completed=True, messages_in=trace.messages_in,
+                        events=events.entries(trace))
 
 
 async def run(tmp: Path, *, requests: int = 50) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction_trigger import (
     BackgroundHook,
@@ -132,9 +132,16 @@ class ContextEngine:
         return lost
 
     async def record(
-        self, prepared: Prepared, *, usage: Usage | None, completed: bool, messages_in: int
+        self,
+        prepared: Prepared,
+        *,
+        usage: Usage | None,
+        completed: bool,
+        messages_in: int,
+        events: Sequence[Mapping[str, str]] = (),
     ) -> bool:
-        """Write the request's outcome to the session state; False if the store was down."""
+        """Write the request's outcome to the session state, and `events` to the events stream
+        in the same store call; False if the store was down (both are lost then)."""
         fields, counters = turn_record(
             prepared, usage=usage, completed=completed, messages_in=messages_in, now=self._clock()
         )
@@ -146,6 +153,7 @@ class ContextEngine:
                 fields=fields,
                 counters=counters,
                 decisions=prepared.tally.decisions,
+                events=events,
             )
         except StoreUnavailable:
             return False

@@ -6,7 +6,7 @@ A store method that cannot reach its backend raises `StoreUnavailable`; callers 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
@@ -29,8 +29,10 @@ class StateStore(Protocol):
         fields: Mapping[str, str | int | float],
         counters: Mapping[str, int],
         decisions: Mapping[str, str],
+        events: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        """Set state fields, add to counters, add sticky decisions, touch the session; TTL all."""
+        """Set state fields, add to counters, add sticky decisions, touch the session; TTL all.
+        `events` go to the events stream in the same write (as `emit_event`, in order)."""
         ...
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:

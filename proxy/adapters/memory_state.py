@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from proxy.adapters.archive_files import ArchiveFiles
@@ -71,6 +71,7 @@ class MemoryStore:
         fields: Mapping[str, str | int | float],
         counters: Mapping[str, int],
         decisions: Mapping[str, str],
+        events: Sequence[Mapping[str, str]] = (),
     ) -> None:
         entry = self._live(tenant, session, create=True)
         assert entry is not None
@@ -81,6 +82,8 @@ class MemoryStore:
         for name, delta in counters.items():
             state[name] = int(state.get(name, 0)) + delta
         entry.decisions.update(decisions)
+        for event in events:
+            await self.emit_event(event)
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         entry = self._live(tenant, session, create=True)

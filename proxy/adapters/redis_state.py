@@ -9,7 +9,7 @@ mixin base in `proxy.adapters.redis_compaction`; the operator's reads are in `re
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -96,9 +96,12 @@ class RedisStore(CompactionWrites):
         fields: Mapping[str, str | int | float],
         counters: Mapping[str, int],
         decisions: Mapping[str, str],
+        events: Sequence[Mapping[str, str]] = (),
     ) -> None:
         state = self._keys.session(tenant, session, "state")
         touched = [state, self._keys.sessions(tenant), self._keys.tenants()]
+        if events:
+            touched.append(self._keys.events())
 
         async def op() -> None:
             pipe = self._redis.pipeline(transaction=False)
@@ -110,6 +113,10 @@ class RedisStore(CompactionWrites):
                 pipe.hset(touched[-1], mapping=dict(decisions))
             pipe.zadd(self._keys.sessions(tenant), {session: time.time()})
             pipe.sadd(self._keys.tenants(), tenant)
+            for event in events:  # in the same round trip (an event costs one otherwise)
+                pipe.xadd(
+                    self._keys.events(), dict(event), maxlen=self._events_max, approximate=True
+                )
             for name in touched:
                 pipe.expire(name, self._ttl)
             await pipe.execute()

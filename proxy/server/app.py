@@ -84,8 +84,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[KNOWN_TOOLS] = services.known_tools
     app[OBSERVERS] = services.observers
     app[METRICS] = metrics
-    emitter = EventEmitter(lambda: services.engine.store)
-    services.observers.append(emitter)
+    emitter = services.events = EventEmitter(lambda: services.engine.store)
     app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
     app.on_shutdown.append(_drain)
     app.on_response_prepare.append(stamp_ids)

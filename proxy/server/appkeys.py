@@ -17,6 +17,7 @@ from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 
 if TYPE_CHECKING:
+    from proxy.server.events import EventEmitter
     from proxy.server.metrics import Metrics
     from proxy.server.observe import Observer
 
@@ -76,7 +77,10 @@ class Services:
     lifecycle: Lifecycle
     known_tools: KnownTools
     observers: list[Observer]
+    """Told of every chat request after its session record (metrics)."""
     metrics: Metrics
+    events: EventEmitter = field(init=False)
+    """Builds a chat request's events, written with its session record."""
     engine: ContextEngine = field(init=False)
     """Set at start-up (`create_app`'s resources), like `upstreams`."""
     upstreams: Mapping[str, Upstream] = field(init=False)

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from aiohttp import web
 
-from proxy.engine import ContextEngine
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
 from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
 from proxy.prepared import Prepared
-from proxy.server.appkeys import SCOPE, RequestScope, caller_of
+from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
-from proxy.server.observe import Observer, Trace, notify
+from proxy.server.observe import Trace, notify
 from proxy.server.relay import Relayed, relay_body
 from proxy.server.stream_relay import relay_stream
 from proxy.types import JSON
+
+log = logging.getLogger(__name__)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -56,7 +58,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         bytes_out=reply.sent_bytes,
     )
     services = scope.services
-    services.lifecycle.spawn(_after(exchange.engine, services.observers, trace))
+    services.lifecycle.spawn(_after(services, trace))
     return response
 
 
@@ -117,15 +119,22 @@ def _added_usage(body: JSON) -> bool:
     return with_usage_requested(body)[1]
 
 
-async def _after(engine: ContextEngine, observers: list[Observer], trace: Trace) -> None:
-    """After the answer: session state first, then metrics and events."""
-    await engine.record(
+async def _after(services: Services, trace: Trace) -> None:
+    """After the answer: the session state with the request's events (one store call), then
+    the metrics."""
+    try:
+        events = services.events.entries(trace)
+    except Exception as exc:  # observability never costs the session its record
+        log.warning("request events not built: %s", type(exc).__name__)
+        events = []
+    await services.engine.record(
         trace.prepared,
         usage=trace.relayed.usage,
         completed=trace.relayed.completed,
         messages_in=trace.messages_in,
+        events=events,
     )
-    await notify(observers, trace)
+    await notify(services.observers, trace)
 
 
 def ctx_headers(prepared: Prepared, session: str, *, degraded: bool) -> dict[str, str]:

@@ -112,7 +112,9 @@ def _ms(seconds: float) -> str:
 
 
 class EventEmitter:
-    """The observer writing events to `store_of()` (looked up late: the store is app-scoped)."""
+    """Writes events to `store_of()` (looked up late: the store is app-scoped). A chat
+    request's events go with its session record (`entries`, one store call); `on_request`
+    emits them on their own."""
 
     def __init__(
         self, store_of: Callable[[], StateStore], *, clock: Callable[[], float] = time.time
@@ -132,13 +134,18 @@ class EventEmitter:
         except Exception as exc:
             log.warning("event dropped: %s", type(exc).__name__)
 
-    async def on_request(self, trace: Trace) -> None:
-        """Emit the request's events; a store failure is logged by type and swallowed."""
+    def entries(self, trace: Trace) -> list[dict[str, str]]:
+        """The request's events in order: its compaction's, if it tried one, then its own (the
+        request event closes the request)."""
         now = self._clock()
         compaction = compaction_event(trace, now=now)
-        if compaction is not None:  # first, as before: the request event closes the request
-            await self._emit(compaction)
-        await self._emit(request_event(trace, now=now))
+        request = request_event(trace, now=now)
+        return [request] if compaction is None else [compaction, request]
+
+    async def on_request(self, trace: Trace) -> None:
+        """Emit the request's events; a store failure is logged by type and swallowed."""
+        for event in self.entries(trace):
+            await self._emit(event)
 
 
 def background_compaction_event(

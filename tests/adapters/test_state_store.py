@@ -132,6 +132,24 @@ async def test_events_are_read_in_order_after_an_id(store: StateStore) -> None:
     assert [e["n"] for _, e in await waiter] == ["2"]
 
 
+async def test_events_written_with_the_record_follow_in_order_and_wake_a_reader(
+    store: StateStore,
+) -> None:
+    await store.emit_event({"kind": "request", "n": "0"})
+    [(last, _)] = await store.read_events("0-0", block_ms=0, count=10)
+    waiter = asyncio.ensure_future(store.read_events(last, block_ms=2_000, count=10))
+    await asyncio.sleep(0.05)
+    await store.record_turn(
+        "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={},
+        events=[{"kind": "compaction", "n": "1"}, {"kind": "request", "n": "2"}],
+    )  # fmt: skip
+    woken = await waiter  # Redis may wake the reader at the first of the two
+    assert woken and woken[0][1]["n"] == "1"
+    after = await store.read_events(last, block_ms=0, count=10)
+    assert [(e["kind"], e["n"]) for _, e in after] == [("compaction", "1"), ("request", "2")]
+    assert (await store.load("t1", "s1")).int_field("requests") == 1
+
+
 async def test_memory_store_archives_to_the_workspace(tmp_path: Path) -> None:
     store = MemoryStore(archive_dir_for=lambda tenant: tmp_path / tenant / "sessions")
     await store.archive("t1", "s1", b'[{"role":"user","content":"hi"}]')
