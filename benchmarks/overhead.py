@@ -122,7 +122,8 @@ def all_targets(tmp: Path, *, with_litellm: bool) -> Iterator[tuple[Target, list
         found = [Target("direct", up.url, None),
                  stack.enter_context(targets.passthrough(tmp, base)),
                  stack.enter_context(targets.nginx(tmp, port)),
-                 stack.enter_context(targets.ctxproxy(tmp, base))]
+                 stack.enter_context(targets.ctxproxy(tmp, base)),
+                 stack.enter_context(targets.ctxproxy_redis(tmp, base))]
         if with_litellm:
             found.append(stack.enter_context(targets.litellm(tmp, base)))
         yield up, [t for t in found if t is not None]

@@ -62,7 +62,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
 
 
 COLORS = {"direct": "tab:grey", "aiohttp pass-through": "tab:blue", "nginx": "tab:orange",
-          "ctxproxy": "tab:green", "LiteLLM": "tab:red"}
+          "ctxproxy": "tab:green", "ctxproxy + Redis": "tab:olive", "LiteLLM": "tab:red"}
 
 
 def _bars(ax: Any, rows: list[dict[str, Any]], key: str, title: str, *, log: bool) -> None:

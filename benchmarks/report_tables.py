@@ -94,22 +94,25 @@ def overhead_table(results: dict[str, Any]) -> str:
              r["rps"], r["p50_ms"], r["p99_ms"],
              r["ttfb_p50_ms"] if r["stream"] else "", r["cpu_us"] if r["target"] != "direct"
              else "", r["errors"]] for r in data["rows"]]
-    return head + _cpu_ratio_table(data["rows"]) + "\n\n" + table(
+    names = [n for n in ("ctxproxy", "ctxproxy + Redis")
+             if any(r["target"] == n for r in data["rows"])]
+    ratio_tables = [_cpu_ratio_table(data["rows"], name) for name in names]
+    return head + "\n\n".join(ratio_tables) + "\n\n" + table(
         ["size", "mode", "c", "target", "req/s", "p50 ms", "p99 ms", "TTFB p50 ms",
          "proxy CPU µs/req", "errors"], rows)
 
 
-def _cpu_ratio_table(rows: list[dict[str, Any]]) -> str:
-    """ctxproxy's CPU per request over the pass-through's, cell by cell."""
+def _cpu_ratio_table(rows: list[dict[str, Any]], name: str) -> str:
+    """`name`'s CPU per request over the pass-through's, cell by cell."""
     levels = sorted({r["concurrency"] for r in rows})
     body = []
     for size in dict.fromkeys(r["size"] for r in rows):
         for stream in (False, True):
-            found = [ratios(rows, "cpu_us", "ctxproxy", "aiohttp pass-through", size=size,
+            found = [ratios(rows, "cpu_us", name, "aiohttp pass-through", size=size,
                             stream=stream, concurrency=c) for c in levels]
             body.append([size, "stream" if stream else "json",
                          *[f"{r[0]:.2f}×" if r else "" for r in found]])
-    return ("CPU per request, ctxproxy ÷ aiohttp pass-through:\n\n"
+    return (f"CPU per request, {name} ÷ aiohttp pass-through:\n\n"
             + table(["size", "mode", *[f"c={c}" for c in levels]], body))
 
 

@@ -73,13 +73,32 @@ def ctxproxy_config(tmp: Path, base: str, port: int) -> Path:
 
 
 @contextlib.contextmanager
-def ctxproxy(tmp: Path, base: str) -> Iterator[Target]:
+def ctxproxy(tmp: Path, base: str, *, store_url: str = "") -> Iterator[Target]:
+    """ctxproxy with the embedded store, or with `store_url` (named "ctxproxy + Redis")."""
     port = free_port()
     config = ctxproxy_config(tmp, base, port)
     argv = [PYTHON, "-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
     env = {"BENCH_UPSTREAM_KEY": "sk-fake"}  # ctxproxy's summarizer needs a key at start-up
-    with running(argv, port=port, log=tmp / "ctxproxy.log", env=env) as proc:
-        yield Target("ctxproxy", f"http://127.0.0.1:{port}{CHAT}", proc.pid)
+    if store_url:
+        env["CTXPROXY_STORE_URL"] = store_url
+    name = "ctxproxy + Redis" if store_url else "ctxproxy"
+    log = tmp / ("ctxproxy-redis.log" if store_url else "ctxproxy.log")
+    with running(argv, port=port, log=log, env=env) as proc:
+        yield Target(name, f"http://127.0.0.1:{port}{CHAT}", proc.pid)
+
+
+@contextlib.contextmanager
+def ctxproxy_redis(tmp: Path, base: str) -> Iterator[Target | None]:
+    """ctxproxy with its state in a redis-server of its own (as Docker Compose runs it); the
+    proxy's CPU is measured, not the server's. None without a `redis-server` binary."""
+    from benchmarks.redis_trips import redis_server
+
+    with redis_server() as url:
+        if url is None:
+            yield None
+            return
+        with ctxproxy(tmp, base, store_url=url) as target:
+            yield target
 
 
 NGINX_CONF = """
