@@ -24,6 +24,7 @@ from proxy.adapters.redis_codec import (
 )
 from proxy.adapters.redis_compaction import CompactionWrites
 from proxy.adapters.redis_keys import Keys
+from proxy.adapters.redis_pool import open_pool
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, SessionState
 
@@ -46,12 +47,14 @@ class RedisStore(CompactionWrites):
         # per-read one would arm a timer for each reply of a pipeline (a dozen per request). A
         # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
         # exception mid-read), so no reply is left for the next command to misread.
-        self._redis: Any = aioredis.Redis.from_url(
-            url,
-            socket_timeout=None,
-            socket_connect_timeout=op_timeout_s,
-            max_connections=64,
-            retry_on_timeout=False,
+        self._redis: Any = aioredis.Redis.from_pool(
+            open_pool(
+                url,
+                socket_timeout=None,
+                socket_connect_timeout=op_timeout_s,
+                max_connections=64,
+                retry_on_timeout=False,
+            )
         )
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
