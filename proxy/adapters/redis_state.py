@@ -24,9 +24,12 @@ from proxy.adapters.redis_codec import (
 )
 from proxy.adapters.redis_compaction import CompactionWrites
 from proxy.adapters.redis_keys import Keys
-from proxy.adapters.redis_pool import open_pool
+from proxy.adapters.redis_pool import Command, hash_reply, open_pool, run_pipeline
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, SessionState
+
+SESSION_HASHES = ("state", "decisions", "compactions")
+"""The hashes a session's turn is loaded from, in `load`'s order."""
 
 
 class RedisStore(CompactionWrites):
@@ -47,15 +50,14 @@ class RedisStore(CompactionWrites):
         # per-read one would arm a timer for each reply of a pipeline (a dozen per request). A
         # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
         # exception mid-read), so no reply is left for the next command to misread.
-        self._redis: Any = aioredis.Redis.from_pool(
-            open_pool(
-                url,
-                socket_timeout=None,
-                socket_connect_timeout=op_timeout_s,
-                max_connections=64,
-                retry_on_timeout=False,
-            )
+        self._pool = open_pool(
+            url,
+            socket_timeout=None,
+            socket_connect_timeout=op_timeout_s,
+            max_connections=64,
+            retry_on_timeout=False,
         )
+        self._redis: Any = aioredis.Redis.from_pool(self._pool)
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
         self._breaker = Breaker(op_timeout_s=op_timeout_s, breaker_s=breaker_s)
@@ -76,15 +78,9 @@ class RedisStore(CompactionWrites):
 
     async def load(self, tenant: str, session: str) -> SessionState:
         key = self._keys.session
-
-        async def op() -> list[Any]:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.hgetall(key(tenant, session, "state"))
-            pipe.hgetall(key(tenant, session, "decisions"))
-            pipe.hgetall(key(tenant, session, "compactions"))
-            return list(await pipe.execute())
-
-        state, decisions, compactions = await self._breaker.call(op)
+        commands = [("HGETALL", key(tenant, session, part)) for part in SESSION_HASHES]
+        replies = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+        state, decisions, compactions = map(hash_reply, replies)
         return SessionState(
             fields=decode_hash(state),
             decisions=decode_hash(decisions),
@@ -101,30 +97,24 @@ class RedisStore(CompactionWrites):
         decisions: Mapping[str, str],
         events: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        state = self._keys.session(tenant, session, "state")
-        touched = [state, self._keys.sessions(tenant), self._keys.tenants()]
-        if events:
-            touched.append(self._keys.events())
-
-        async def op() -> None:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.hset(state, mapping={"tenant": tenant, "session": session, **fields})
-            for name, delta in counters.items():
-                pipe.hincrby(state, name, delta)
-            if decisions:
-                touched.append(self._keys.session(tenant, session, "decisions"))
-                pipe.hset(touched[-1], mapping=dict(decisions))
-            pipe.zadd(self._keys.sessions(tenant), {session: time.time()})
-            pipe.sadd(self._keys.tenants(), tenant)
-            for event in events:  # in the same round trip (an event costs one otherwise)
-                pipe.xadd(
-                    self._keys.events(), dict(event), maxlen=self._events_max, approximate=True
-                )
-            for name in touched:
-                pipe.expire(name, self._ttl)
-            await pipe.execute()
-
-        await self._breaker.call(op)
+        keys = self._keys
+        state = keys.session(tenant, session, "state")
+        commands: list[Command] = [
+            ("HSET", state, *_pairs({"tenant": tenant, "session": session, **fields}))
+        ]
+        commands += [("HINCRBY", state, name, delta) for name, delta in counters.items()]
+        touched = [state, keys.sessions(tenant), keys.tenants()]
+        if decisions:
+            touched.append(keys.session(tenant, session, "decisions"))
+            commands.append(("HSET", touched[-1], *_pairs(decisions)))
+        commands.append(("ZADD", keys.sessions(tenant), time.time(), session))
+        commands.append(("SADD", keys.tenants(), tenant))
+        if events:  # in the same round trip (an event costs one otherwise)
+            touched.append(keys.events())
+            trim = ("XADD", touched[-1], "MAXLEN", "~", self._events_max, "*")
+            commands += [(*trim, *_pairs(event)) for event in events]
+        commands += [("EXPIRE", name, self._ttl) for name in touched]
+        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
 
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
         async def op() -> None:
@@ -142,14 +132,11 @@ class RedisStore(CompactionWrites):
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         events = self._keys.events()
-
-        async def op() -> None:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.xadd(events, dict(event), maxlen=self._events_max, approximate=True)
-            pipe.expire(events, self._ttl)
-            await pipe.execute()
-
-        await self._breaker.call(op)
+        commands: list[Command] = [
+            ("XADD", events, "MAXLEN", "~", self._events_max, "*", *_pairs(event)),
+            ("EXPIRE", events, self._ttl),
+        ]
+        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
 
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
@@ -171,3 +158,8 @@ class RedisStore(CompactionWrites):
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+def _pairs(mapping: Mapping[str, str | int | float]) -> list[str | int | float]:
+    """`{field: value}` as the flat `field value ...` arguments of `HSET` and `XADD`."""
+    return [item for pair in mapping.items() for item in pair]
