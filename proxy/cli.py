@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from proxy.config import cli_log_level
 from proxy.errors import ConfigError
 
 
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_option(serve)
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
-    serve.add_argument("--log-level", default=os.environ.get("CTXPROXY_LOG_LEVEL", "INFO"))
+    serve.add_argument("--log-level", default=cli_log_level(os.environ))
     serve.set_defaults(run=run_serve)
     keys = commands.add_parser("keys", help="make or hash proxy keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)

@@ -14,7 +14,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.table import Table
 
 from proxy.adapters.session_source import Event, HttpSource, RedisSource, SessionSource
+from proxy.config import cli_key, load_settings
 from proxy.errors import StoreUnavailable
 from proxy.sessions_view import SessionKey, session_detail_view, sessions_table
 
@@ -101,25 +102,24 @@ async def run_watch(
     return 0
 
 
-def open_source(args: argparse.Namespace) -> SessionSource:
-    """`--redis`, else `--url`, else what the config describes."""
+def open_source(args: argparse.Namespace, *, environ: Mapping[str, str]) -> SessionSource:
+    """`--redis`, else `--url`, else what the config describes. `environ` gives the config and
+    `CTXPROXY_KEY` (see `proxy.config`); the command line passes `os.environ`."""
     if args.redis:
         return RedisSource(args.redis, prefix=args.prefix or "ctxproxy:")
     if args.url:
-        return HttpSource(args.url, key=args.key or os.environ.get("CTXPROXY_KEY"))
-    from proxy.config import load_settings
-
-    settings = load_settings(args.config, environ=os.environ)
+        return HttpSource(args.url, key=cli_key(args.key, environ=environ))
+    settings = load_settings(args.config, environ=environ)
     if not settings.store.url.startswith("memory://"):
         return RedisSource(settings.store.url, prefix=args.prefix or settings.store.key_prefix)
     host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
     url = f"http://{host}:{settings.server.port}"
-    return HttpSource(url, key=args.key or os.environ.get("CTXPROXY_KEY"))
+    return HttpSource(url, key=cli_key(args.key, environ=environ))
 
 
 def run_sessions(args: argparse.Namespace) -> int:
     async def main() -> int:
-        source = open_source(args)
+        source = open_source(args, environ=os.environ)
         console = Console()
         try:
             if args.sessions_command == "show":

@@ -37,6 +37,16 @@ def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
     return _with_env_overrides(settings, environ)
 
 
+def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
+    """The bearer token the CLI sends to a running proxy: `--key`, else `CTXPROXY_KEY`."""
+    return flag or environ.get("CTXPROXY_KEY")
+
+
+def cli_log_level(environ: Mapping[str, str]) -> str:
+    """`ctxproxy serve`'s default `--log-level`: `CTXPROXY_LOG_LEVEL`, else INFO."""
+    return environ.get("CTXPROXY_LOG_LEVEL", "INFO")
+
+
 def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`."""
     upstream = UpstreamSettings(

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
+from aiohttp import web
 from rich.console import Console
 
 from proxy.adapters.redis_state import RedisStore
-from proxy.cli import main
-from proxy.cli_sessions import RedisSource, run_list, run_show, watch_frames
+from proxy.cli import build_parser, main
+from proxy.cli_sessions import RedisSource, open_source, run_list, run_show, watch_frames
 from proxy.sessions_view import context_bar, describe_event
 from proxy.types import StoredCompaction
 from tests.redis_server import RedisServer
@@ -37,9 +39,17 @@ async def store(redis_server: RedisServer, key_prefix: str) -> AsyncIterator[Red
     compaction = StoredCompaction("abc", 9, (summary,), created_at=NOW - 60, archive_id=archive_id)
     await store.save_compaction("default", "agent-1", compaction, snapshot_json=b"[1,2,3]",
                                 lock_token=token)  # fmt: skip
-    await store.emit_event({"kind": "request", "tenant": "default", "session": "agent-1",
-                            "status": "200", "outcome": "ok", "latency_ms": "41.5",
-                            "stages": orjson.dumps({"prune": {"chars_pruned": 519}}).decode()})
+    await store.emit_event(
+        {
+            "kind": "request",
+            "tenant": "default",
+            "session": "agent-1",
+            "status": "200",
+            "outcome": "ok",
+            "latency_ms": "41.5",
+            "stages": orjson.dumps({"prune": {"chars_pruned": 519}}).decode(),
+        }
+    )
     yield store
     await store.close()
 
@@ -65,8 +75,11 @@ async def test_list_shows_each_session_with_its_bar_cached_share_and_last_event(
 
 
 def test_list_through_the_command_line(
-    store: RedisStore, redis_server: RedisServer, key_prefix: str,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    store: RedisStore,
+    redis_server: RedisServer,
+    key_prefix: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["sessions", "list", "--redis", redis_server.url, "--prefix", key_prefix]) == 0
@@ -101,10 +114,22 @@ async def test_watch_renders_a_frame_per_batch_of_new_events(
     first = console.export_text()
     waiting = asyncio.ensure_future(anext(frames))
     await asyncio.sleep(0.2)
-    await store.record_turn("team", "agent-2", fields={"last_prompt_tokens": 6500,
-                            "updated_at": NOW}, counters={"requests": 1}, decisions={})
-    await store.emit_event({"kind": "compaction", "tenant": "team", "session": "agent-2",
-                            "outcome": "done", "reason": "compacted"})
+    await store.record_turn(
+        "team",
+        "agent-2",
+        fields={"last_prompt_tokens": 6500, "updated_at": NOW},
+        counters={"requests": 1},
+        decisions={},
+    )
+    await store.emit_event(
+        {
+            "kind": "compaction",
+            "tenant": "team",
+            "session": "agent-2",
+            "outcome": "done",
+            "reason": "compacted",
+        }
+    )
     console.print(await asyncio.wait_for(waiting, 5))
     second = console.export_text()
     await frames.aclose()
@@ -118,4 +143,26 @@ def test_pure_helpers() -> None:
     assert context_bar(6000, 6000, width=4).plain == "████ 6000 / 6000"
     assert context_bar(0, 0, width=2).plain == "░░ 0 / ?"
     assert describe_event({"kind": "request", "status": "502", "outcome": "upstream_error"}) == (
-        "502 upstream_error")
+        "502 upstream_error"
+    )
+
+
+async def test_url_source_sends_the_key_from_the_environ_passed_and_key_flag_wins(
+    aiohttp_server: Any,
+) -> None:
+    seen: list[str | None] = []
+
+    async def sessions(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response({"sessions": []})
+
+    app = web.Application()
+    app.router.add_get("/v1/ctx/sessions", sessions)
+    url = str((await aiohttp_server(app)).make_url(""))
+    environ = {"CTXPROXY_KEY": "env-token"}
+    for flags in ([], ["--key", "flag-token"]):
+        args = build_parser().parse_args(["sessions", "list", "--url", url, *flags])
+        source = open_source(args, environ=environ)
+        assert await source.sessions(5) == []
+        await source.close()
+    assert seen == ["Bearer env-token", "Bearer flag-token"]

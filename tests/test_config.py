@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config import load_settings
+from proxy.config import cli_key, cli_log_level, load_settings
 from proxy.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
@@ -102,3 +102,15 @@ def test_cli_exits_non_zero_on_a_config_error(
     path = write(tmp_path, "[server]\nport = 'x'\n[tenants.a]\n")
     assert main(["bootstrap", "--config", str(path)]) == 2
     assert "server.port" in capsys.readouterr().err
+
+
+def test_cli_key_comes_from_the_environ_passed_and_the_flag_wins() -> None:
+    environ = {"CTXPROXY_KEY": "env-token"}
+    assert cli_key(None, environ=environ) == "env-token"
+    assert cli_key("flag-token", environ=environ) == "flag-token"
+    assert cli_key(None, environ={}) is None
+
+
+def test_cli_log_level_comes_from_the_environ_passed_else_info() -> None:
+    assert cli_log_level({"CTXPROXY_LOG_LEVEL": "DEBUG"}) == "DEBUG"
+    assert cli_log_level({}) == "INFO"
