@@ -1,4 +1,5 @@
-"""The summary step of one compaction: one bounded summarizer call, then the compacted history.
+"""The summary step of one compaction: one bounded summarizer call, then the compacted history
+and the compaction to store.
 
 Called by `proxy.compactor` under the session lock. Failures come back as a reason, never as an
 exception (except cancellation).
@@ -10,12 +11,13 @@ import asyncio
 import logging
 
 from proxy.compaction_job import CompactionJob
+from proxy.history import history_salt
 from proxy.ports import Summarizer
 from proxy.stages import compaction_plan as decide
 from proxy.stages import summary_request
-from proxy.stages.compact import CompactSettings
+from proxy.stages.compact import CompactSettings, make_compaction
 from proxy.stages.compaction_plan import CompactionPlan
-from proxy.types import Message
+from proxy.types import Message, StoredCompaction
 
 # Logged under the compactor's name, as before this step had its own module.
 log = logging.getLogger("proxy.compactor")
@@ -57,3 +59,25 @@ def compacted_history(
         source = list(job.client_history[:covers])
     preserved = decide.preserved_tool_content(source, settings=settings)
     return decide.splice_summary(job.working, plan, summary, preserved=preserved)
+
+
+def stored_compaction(
+    job: CompactionJob,
+    plan: CompactionPlan,
+    covers: int,
+    messages: list[Message],
+    *,
+    created_at: float,
+    archive_id: str,
+) -> StoredCompaction:
+    """The compaction to store: what replaces the client's `history[:covers]` is `messages`
+    without its kept tail (`working[plan.split:]`)."""
+    replacement = messages[: len(messages) - (len(job.working) - plan.split)]
+    return make_compaction(
+        job.client_history,
+        CompactionPlan(split=covers),
+        replacement,
+        salt=history_salt(job.tenant, job.client_system),
+        created_at=created_at,
+        archive_id=archive_id,
+    )

@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 import orjson
 
 from proxy.compaction_job import CompactionJob, CompactionOutcome, Status, client_covers
-from proxy.compaction_summary import compacted_history, summarize
+from proxy.compaction_summary import compacted_history, stored_compaction, summarize
 from proxy.compaction_tasks import CompactionTasks
-from proxy.history import history_salt
 from proxy.ports import StateStore, Summarizer
 from proxy.stages import compact as decide
 from proxy.stages.compact import CompactionPlan, CompactSettings
@@ -113,24 +112,37 @@ class Compactor(CompactionTasks):
         summarizer: Summarizer,
         token: str,
     ) -> CompactionOutcome:
-        try:  # the full history as the client sent it, before anything is dropped
-            raw = orjson.dumps([*job.client_system, *job.client_history])
-            archive_id = await self._store.archive(job.tenant, job.session, raw)
-        except Exception:
+        """Under the lock: archive, summarize and splice, then the fenced save. The first step
+        that fails is the outcome, and nothing after it runs."""
+        archive_id = await self._archive(job)
+        if archive_id is None:
             return _outcome(job, "failed", "archive")
         summary, reason = await summarize(job, settings, plan, summarizer)
         if not summary:
             return _outcome(job, "failed", reason)
         messages = compacted_history(job, settings, plan, covers, summary)
-        replacement = messages[: len(messages) - (len(job.working) - plan.split)]
-        compaction = decide.make_compaction(
-            job.client_history,
-            CompactionPlan(split=covers),
-            replacement,
-            salt=history_salt(job.tenant, job.client_system),
-            created_at=self._clock(),
-            archive_id=archive_id,
+        compaction = stored_compaction(
+            job, plan, covers, messages, created_at=self._clock(), archive_id=archive_id
         )
+        return await self._save(job, messages, compaction, token)
+
+    async def _archive(self, job: CompactionJob) -> str | None:
+        """Archive the full history as the client sent it, before anything is dropped: the
+        archive entry's id, or None when the store failed (then nothing is compacted)."""
+        try:
+            raw = orjson.dumps([*job.client_system, *job.client_history])
+            return await self._store.archive(job.tenant, job.session, raw)
+        except Exception:
+            return None
+
+    async def _save(
+        self,
+        job: CompactionJob,
+        messages: list[Message],
+        compaction: StoredCompaction,
+        token: str,
+    ) -> CompactionOutcome:
+        """Store the compaction and the snapshot, only while `token` still holds the lock."""
         snapshot = orjson.dumps([*job.client_system, *messages])
         try:
             saved = await self._store.save_compaction(
