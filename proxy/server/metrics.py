@@ -34,7 +34,6 @@ __all__ = [
     "Metrics",
     "count_request",
     "metrics_endpoint",
-    "stage_totals",
 ]
 
 

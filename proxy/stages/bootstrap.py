@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from proxy.stages.bootstrap_sections import cap_text, collect
+from proxy.stages.bootstrap_sections import collect
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "AssemblyCache",
     "BootstrapSettings",
     "assemble_system",
-    "cap_text",
     "run",
 ]
 

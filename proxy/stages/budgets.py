@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from proxy.content import content_text, tool_names, with_text
+from proxy.content import PERSISTED_OPEN, content_text, tool_names, with_text
 from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo
-from proxy.stages.persisted_output import PERSISTED_OPEN, is_persisted, persisted_block
+from proxy.stages.persisted_output import is_persisted, persisted_block
 from proxy.stages.truncation import cut_result_text
 from proxy.types import Draft, Message, StageReport, Turn
 
-__all__ = ["BudgetSettings", "apply_budgets", "cut_result_text", "run"]
+__all__ = ["BudgetSettings", "apply_budgets", "run"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,16 +22,12 @@ from typing import Any
 
 from proxy.content import MarkerPath, find_body_markers
 from proxy.pipeline import body_with_messages
-from proxy.stages.breakpoints import min_cacheable_tokens, place_breakpoints
+from proxy.stages.breakpoints import place_breakpoints
 from proxy.stages.marker import Ttl, as_parts, text_parts
 from proxy.types import JSON, Draft, Message, StageReport, SystemPrompt, Turn
 
-# `Ttl` (proxy.stages.marker) and `min_cacheable_tokens` (proxy.stages.breakpoints) are
-# re-exported for tests/stages/test_cache.py, which imports them from this module.
 __all__ = [
     "CacheSettings",
-    "Ttl",
-    "min_cacheable_tokens",
     "render_request",
     "render_with_markers",
 ]

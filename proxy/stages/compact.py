@@ -20,35 +20,27 @@ import orjson
 from proxy.history import prefix_hash
 from proxy.history_memo import MatchMemo
 from proxy.stages.compaction_plan import (
-    PRESERVED_PREFIX,
     SUMMARY_PREFIX,
     CompactionPlan,
-    content_text,
     plan_compaction,
-    preserved_tool_content,
-    splice_summary,
 )
 from proxy.types import Draft, Message, StageReport, StoredCompaction, Turn
 
-# The cut and its replacement (proxy.stages.compaction_plan) are re-exported: proxy.compactor and
-# the tests take them from this module.
+# `CompactionPlan`, `plan_compaction` and `SUMMARY_PREFIX` (proxy.stages.compaction_plan) are
+# re-exported: proxy.compactor and the tests take them from this module.
 __all__ = [
     "BUFFER_TOKENS",
     "OUTPUT_RESERVE_TOKENS",
-    "PRESERVED_PREFIX",
     "SUMMARY_PREFIX",
     "CompactSettings",
     "CompactionPlan",
     "applied_compaction",
-    "content_text",
     "json_chars",
     "make_compaction",
     "plan_compaction",
-    "preserved_tool_content",
     "run",
     "should_compact",
     "soft_threshold",
-    "splice_summary",
     "threshold_tokens",
 ]
 

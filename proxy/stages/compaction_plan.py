@@ -69,13 +69,17 @@ def _is_carried(message: Message) -> bool:
     return carried and message.get("role") == "user"
 
 
-def content_text(content: object) -> str:
-    """The text of a message content: a string, text parts joined, anything else as JSON."""
+def flatten_to_text(content: object) -> str:
+    """A message content as plain text for a reader (the summarizer's transcript, a preserved
+    tool result): a string as is, None as "", a list part by part (a part's `text`, else the
+    part as JSON) joined by newlines, anything else as JSON. Unlike `proxy.content.content_text`
+    (what budgets and pruning measure and cut), a list mixing text with other parts keeps its
+    text readable rather than becoming one JSON string."""
     if content is None or isinstance(content, str):
         return content or ""
     if isinstance(content, list):
         return "\n".join(
-            content_text(p.get("text", p) if isinstance(p, dict) else p) for p in content
+            flatten_to_text(p.get("text", p) if isinstance(p, dict) else p) for p in content
         )
     return orjson.dumps(content, default=str).decode()
 
@@ -99,7 +103,7 @@ def preserved_tool_content(
     for m in messages:
         name = names.get(m.get("tool_call_id")) if _is_tool(m) else None
         if name in settings.preserve_tools:
-            text = _cap(content_text(m.get("content")), settings)
+            text = _cap(flatten_to_text(m.get("content")), settings)
             texts.append(f"{PRESERVED_PREFIX}{name}]\n{text}")
         elif _is_carried(m) and m["content"].startswith(PRESERVED_PREFIX):
             texts.append(m["content"])

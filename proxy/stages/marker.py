@@ -18,10 +18,13 @@ def text_parts(text: str) -> list[JSON]:
 
 
 def as_parts(message: Message) -> list[JSON]:
-    """A message's content as parts (client parts kept as sent); a message-level marker moves onto
-    the last part unless that part carries its own."""
+    """A message's content as parts (client parts kept as sent; no part for no content); a
+    message-level marker moves onto the last part unless that part carries its own."""
     content = message.get("content")
-    parts: list[JSON] = list(content) if isinstance(content, list) else text_parts(str(content))
+    if isinstance(content, list):
+        parts: list[JSON] = list(content)
+    else:
+        parts = text_parts("" if content is None else str(content))
     marker = message.get("cache_control")
     if marker is not None and parts and isinstance(parts[-1], dict):
         parts[-1] = {**parts[-1], "cache_control": parts[-1].get("cache_control") or marker}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-PERSISTED_OPEN = "<persisted-output"
-PERSISTED_CLOSE = "</persisted-output>"
-_BLOCK_HEAD = re.compile(r'<persisted-output id="[0-9a-f]{32}" chars="\d+">\n')
+from proxy.content import PERSISTED_CLOSE, PERSISTED_OPEN
+
+_BLOCK_HEAD = re.compile(re.escape(PERSISTED_OPEN) + r' id="[0-9a-f]{32}" chars="\d+">\n')
 _BLOCK_FRAME = 512
 """A block is at most its preview plus this much (header and close): a bigger look-alike is not."""
 

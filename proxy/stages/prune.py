@@ -32,13 +32,12 @@ from proxy.content import content_text, with_text
 from proxy.stages.prune_decision import (
     COUNTERS,
     decision_key,
-    has_cache_control,
     replay_decisions,
     select_candidates,
 )
 from proxy.types import Draft, Message, StageReport, Turn
 
-__all__ = ["PruneSettings", "decision_key", "has_cache_control", "prune_tool_results", "run"]
+__all__ = ["PruneSettings", "prune_tool_results", "run"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,17 +14,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from proxy.content import tool_names, with_text
+from proxy.content import PERSISTED_CLOSE, PERSISTED_OPEN, tool_names, with_text
 from proxy.types import Message
 
 if TYPE_CHECKING:
     from proxy.stages.prune import PruneSettings
 
-PERSISTED_OPEN = "<persisted-output"
-PERSISTED_CLOSE = "</persisted-output>"
 _PERSISTED_HEADER_LINES = 3
 COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
-_PRUNED = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)(?:\n</persisted-output>)?\Z")
+_PRUNED = re.compile(
+    r"\.\.\.\(truncated, original: (\d+) chars\)(?:\n" + re.escape(PERSISTED_CLOSE) + r")?\Z"
+)
 
 
 def pruned_text(text: str, *, settings: PruneSettings) -> str | None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from proxy.stages.compact import OUTPUT_RESERVE_TOKENS, CompactSettings
-from proxy.stages.compaction_plan import content_text
+from proxy.stages.compaction_plan import flatten_to_text
 from proxy.types import JSON, Message
 
 _BODY_KEYS = ("model", "messages", "tools", "prompt_cache_key", "user")
@@ -73,7 +73,7 @@ def _output_limit(settings: CompactSettings, model: str) -> dict[str, int]:
 
 def _render(message: Message) -> str:
     role = str(message.get("role", "?"))
-    lines = [f"[{role}]", content_text(message.get("content"))]
+    lines = [f"[{role}]", flatten_to_text(message.get("content"))]
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         lines.append(f"(calls {function.get('name')}({function.get('arguments', '')}))")

@@ -11,10 +11,10 @@ import openai
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxy.engine import Prepared
+from proxy.prepared import Prepared
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.keys import digest
-from proxy.server.metrics import LATENCY_BUCKETS, Metrics, stage_totals
+from proxy.server.metrics import LATENCY_BUCKETS, Metrics
 from proxy.server.observe import Trace
 from proxy.server.relay import Relayed
 from proxy.tally import tally
@@ -35,22 +35,50 @@ def tool_history(sizes: list[int], *, question: str = "read the files") -> list[
     """A user turn, then one read_file call and its result (of `sizes[i]` chars) per size."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
     for index, size in enumerate(sizes):
-        call = {"id": f"call_{index}", "type": "function",
-                "function": {"name": "read_file", "arguments": f'{{"path": "f{index}"}}'}}
+        call = {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": f'{{"path": "f{index}"}}'},
+        }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{index}",
-                         "content": (f"line {index} " * size)[:size]})
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{index}",
+                "content": (f"line {index} " * size)[:size],
+            }
+        )
     return messages
 
 
-def trace_of(*reports: StageReport, prepare_s: float = 0.001, upstream_s: float = 0.02,
-             usage: Usage | None = None) -> Trace:
-    prepared = Prepared(turn=Turn("default", "s", "m", now=0.0), body={"messages": []},
-                        reports=reports, lineage="", threshold=0, covers=0,
-                        tally=tally(reports))
-    return Trace(tenant="default", session="s", model="m", stream=False, status=200,
-                 prepared=prepared, relayed=Relayed(usage=usage, completed=True), messages_in=1,
-                 prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)
+def trace_of(
+    *reports: StageReport,
+    prepare_s: float = 0.001,
+    upstream_s: float = 0.02,
+    usage: Usage | None = None,
+) -> Trace:
+    prepared = Prepared(
+        turn=Turn("default", "s", "m", now=0.0),
+        body={"messages": []},
+        reports=reports,
+        lineage="",
+        threshold=0,
+        covers=0,
+        tally=tally(reports),
+    )
+    return Trace(
+        tenant="default",
+        session="s",
+        model="m",
+        stream=False,
+        status=200,
+        prepared=prepared,
+        relayed=Relayed(usage=usage, completed=True),
+        messages_in=1,
+        prepare_s=prepare_s,
+        upstream_s=upstream_s,
+        store_degraded=False,
+    )
 
 
 def parsed(text: str) -> Samples:
@@ -83,33 +111,37 @@ async def test_requests_are_counted_by_tenant_route_and_status_even_before_auth(
     async with proxy.client(api_key="sk-wrong") as bad, proxy.client(api_key="sk-good") as good:
         for _ in range(2):
             with contextlib.suppress(openai.AuthenticationError):
-                await bad.chat.completions.create(model="m", messages=[{"role": "user",
-                                                                         "content": "hi"}])
+                await bad.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}]
+                )
         await good.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     samples = await scrape(proxy)
     route = "/v1/chat/completions"
-    assert value(samples, "ctxproxy_http_requests_total", tenant="-", route=route,
-                 status="401") == 2
-    assert value(samples, "ctxproxy_http_requests_total", tenant="default", route=route,
-                 status="200") == 1
+    assert (
+        value(samples, "ctxproxy_http_requests_total", tenant="-", route=route, status="401") == 2
+    )
+    assert (
+        value(samples, "ctxproxy_http_requests_total", tenant="default", route=route, status="200")
+        == 1
+    )
 
 
 async def test_tokens_latency_and_first_byte_are_recorded(proxy: Proxy) -> None:
     proxy.fake.default = Reply(prompt_tokens=1234, cached_tokens=1000, completion_tokens=7)
     async with proxy.client() as client:
-        await client.chat.completions.create(model="m", messages=[{"role": "user",
-                                                                   "content": "hi"}])
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
         stream = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
         _ = [chunk async for chunk in stream]
     samples = await scrape(proxy)
     assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="prompt") == 2468
     assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="cached") == 2000
     assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="completion") == 14
-    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default",
-                 stream="false") == 1
-    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default",
-                 stream="true") == 1
+    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default", stream="false") == 1
+    assert value(samples, "ctxproxy_upstream_seconds_count", tenant="default", stream="true") == 1
     assert value(samples, "ctxproxy_proxy_added_seconds_count", tenant="default") == 2
     assert value(samples, "ctxproxy_stream_first_byte_seconds_count", tenant="default") == 1
     assert value(samples, "ctxproxy_store_degraded") == 0
@@ -120,15 +152,20 @@ async def test_pruned_and_persisted_characters_are_counted(proxy: Proxy) -> None
     async with proxy.client() as client:
         await client.chat.completions.create(model="m", messages=messages)
     samples = await scrape(proxy)
-    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
-                 stage="prune") == 755 - len(PRUNED_755)
-    assert value(samples, "ctxproxy_tool_results_cut_total", tenant="default",
-                 action="pruned") == 1
+    assert value(
+        samples, "ctxproxy_tool_result_chars_removed_total", tenant="default", stage="prune"
+    ) == 755 - len(PRUNED_755)
+    assert value(samples, "ctxproxy_tool_results_cut_total", tenant="default", action="pruned") == 1
     assert value(samples, "ctxproxy_persisted_chars_total", tenant="default") == 60_000
-    assert value(samples, "ctxproxy_tool_results_cut_total", tenant="default",
-                 action="persisted") == 1
-    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
-                 stage="budgets") > 50_000
+    assert (
+        value(samples, "ctxproxy_tool_results_cut_total", tenant="default", action="persisted") == 1
+    )
+    assert (
+        value(
+            samples, "ctxproxy_tool_result_chars_removed_total", tenant="default", stage="budgets"
+        )
+        > 50_000
+    )
 
 
 async def test_series_a_request_touches_are_exported_at_zero_when_nothing_was_cut(
@@ -136,15 +173,18 @@ async def test_series_a_request_touches_are_exported_at_zero_when_nothing_was_cu
 ) -> None:
     proxy.fake.default = Reply(prompt_tokens=10, cached_tokens=0, completion_tokens=2)
     async with proxy.client() as client:
-        await client.chat.completions.create(model="m", messages=[{"role": "user",
-                                                                   "content": "hi"}])
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
     samples = await scrape(proxy)
     zero = [
         ("ctxproxy_tool_result_chars_removed_total", {"stage": "prune"}),
         ("ctxproxy_tool_result_chars_removed_total", {"stage": "budgets"}),
         ("ctxproxy_persisted_chars_total", {}),
-        *[("ctxproxy_tool_results_cut_total", {"action": action})
-          for action in ("pruned", "replayed", "persisted", "truncated")],
+        *[
+            ("ctxproxy_tool_results_cut_total", {"action": action})
+            for action in ("pruned", "replayed", "persisted", "truncated")
+        ],
         ("ctxproxy_validation_repairs_total", {}),
         ("ctxproxy_client_violations_total", {}),
         ("ctxproxy_tokens_total", {"kind": "cached"}),
@@ -154,20 +194,6 @@ async def test_series_a_request_touches_are_exported_at_zero_when_nothing_was_cu
         assert samples[(name, tuple(sorted({"tenant": "default", **labels}.items())))] == 0
     assert value(samples, "ctxproxy_tokens_total", tenant="default", kind="prompt") == 10
     assert ("ctxproxy_stream_interrupted_total", (("tenant", "default"),)) not in samples
-
-
-def test_stage_totals_sum_cuts_over_all_stages_and_own_counters_from_their_stage() -> None:
-    reports = (
-        StageReport("prune", {"chars_pruned": 500, "pruned": 2, "replayed": 0}),
-        StageReport("budgets", {"chars_saved": 70, "persisted": 1, "truncated": 0},
-                    outputs={"a": "x" * 40, "b": "y" * 2}),
-        StageReport("validate", {"repairs": 3, "client_violations": 0}),
-        StageReport("other", {"pruned": 1, "chars_saved": 1000, "repairs": 9, "sections": 4}),
-    )
-    assert stage_totals(tally(reports)) == {
-        "chars_pruned": 500, "pruned": 3, "chars_saved": 70, "persisted": 1,
-        "persisted_chars": 42, "repairs": 3,
-    }
 
 
 async def test_compactions_and_summarizer_failures_by_outcome(make_proxy: MakeProxy) -> None:
@@ -186,22 +212,51 @@ async def test_compactions_and_summarizer_failures_by_outcome(make_proxy: MakePr
         other += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
         await client.chat.completions.create(model="m", messages=other)  # summary unusable
     samples = await scrape(proxy)
-    assert value(samples, "ctxproxy_compactions_total", tenant="default", outcome="done",
-                 reason="compacted") == 1
-    assert value(samples, "ctxproxy_compactions_total", tenant="default", outcome="failed",
-                 reason="empty_summary") == 1
-    assert value(samples, "ctxproxy_summarizer_failures_total", tenant="default",
-                 reason="empty_summary") == 1
-    assert value(samples, "ctxproxy_compaction_request_prepare_seconds_count",
-                 tenant="default", outcome="done") == 1
+    assert (
+        value(
+            samples,
+            "ctxproxy_compactions_total",
+            tenant="default",
+            outcome="done",
+            reason="compacted",
+        )
+        == 1
+    )
+    assert (
+        value(
+            samples,
+            "ctxproxy_compactions_total",
+            tenant="default",
+            outcome="failed",
+            reason="empty_summary",
+        )
+        == 1
+    )
+    assert (
+        value(
+            samples, "ctxproxy_summarizer_failures_total", tenant="default", reason="empty_summary"
+        )
+        == 1
+    )
+    assert (
+        value(
+            samples,
+            "ctxproxy_compaction_request_prepare_seconds_count",
+            tenant="default",
+            outcome="done",
+        )
+        == 1
+    )
 
 
 async def test_no_label_carries_a_session_id_or_a_key(make_proxy: MakeProxy) -> None:
     proxy = await make_proxy(tenant_extra=KEYED)
     async with proxy.client(api_key="sk-good") as client:
         await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "SECRET-CONTENT"}],
-            extra_headers={"X-Ctx-Session": "session-xyz"})
+            model="m",
+            messages=[{"role": "user", "content": "SECRET-CONTENT"}],
+            extra_headers={"X-Ctx-Session": "session-xyz"},
+        )
     async with aiohttp.ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as r:
         text = await r.text()
     for needle in ("session-xyz", "sk-good", digest("sk-good"), "SECRET-CONTENT"):
@@ -211,8 +266,9 @@ async def test_no_label_carries_a_session_id_or_a_key(make_proxy: MakeProxy) -> 
 async def test_store_outage_shows_as_degraded(make_proxy: MakeProxy) -> None:
     proxy = await make_proxy(store_url="redis://127.0.0.1:1/0")
     async with proxy.client() as client:
-        await client.chat.completions.create(model="m", messages=[{"role": "user",
-                                                                   "content": "hi"}])
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
     samples = await scrape(proxy)
     assert value(samples, "ctxproxy_store_degraded") == 1
     assert value(samples, "ctxproxy_store_degraded_requests_total", tenant="default") == 1
@@ -224,8 +280,7 @@ def buckets(samples: Samples, name: str, **labels: str) -> list[float]:
     return [value(samples, name + "_bucket", le=le, **labels) for le in bounds]
 
 
-async def test_a_value_on_a_bound_counts_in_that_bucket_and_one_past_the_last_only_in_inf(
-) -> None:
+async def test_a_value_on_a_bound_counts_in_that_bucket_and_one_past_the_last_only_in_inf() -> None:
     metrics = Metrics()
     await metrics.on_request(trace_of(prepare_s=0.005, upstream_s=300.0))
     await metrics.on_request(trace_of(prepare_s=0.0050001, upstream_s=300.5))
@@ -239,8 +294,9 @@ async def test_a_value_on_a_bound_counts_in_that_bucket_and_one_past_the_last_on
     assert (upstream + "_created", tuple(sorted(labels.items()))) in samples
 
 
-async def test_a_tenants_series_exist_from_its_first_request_its_tokens_from_its_first_usage(
-) -> None:
+async def test_a_tenants_series_exist_from_its_first_request_its_tokens_from_its_first_usage() -> (
+    None
+):
     metrics = Metrics()
     await metrics.on_request(trace_of(StageReport("prune", {"chars_pruned": -5, "pruned": 1})))
     first = rendered(metrics)
@@ -251,20 +307,27 @@ async def test_a_tenants_series_exist_from_its_first_request_its_tokens_from_its
     assert not [name for name, _ in first if name.startswith("ctxproxy_tokens")]
     assert not [labels for name, labels in first if ("stream", "true") in labels]
     await metrics.on_request(trace_of(usage=Usage(prompt_tokens=7, completion_tokens=0)))
-    tokens = {dict(labels)["kind"]: count for (name, labels), count in rendered(metrics).items()
-              if name == "ctxproxy_tokens_total"}
+    tokens = {
+        dict(labels)["kind"]: count
+        for (name, labels), count in rendered(metrics).items()
+        if name == "ctxproxy_tokens_total"
+    }
     assert tokens == {"prompt": 7, "cached": 0, "cache_creation": 0, "completion": 0}
 
 
 async def test_a_skipped_stage_is_counted_by_stage_and_its_other_counters_still_add_up() -> None:
     metrics = Metrics()
-    await metrics.on_request(trace_of(
-        StageReport("bootstrap", skipped="OSError"),
-        StageReport("prune", {"chars_pruned": 30, "pruned": 1}),
-    ))
+    await metrics.on_request(
+        trace_of(
+            StageReport("bootstrap", skipped="OSError"),
+            StageReport("prune", {"chars_pruned": 30, "pruned": 1}),
+        )
+    )
     await metrics.on_request(trace_of(StageReport("bootstrap", skipped="KeyError")))
     samples = rendered(metrics)
     assert value(samples, "ctxproxy_stage_skipped_total", stage="bootstrap") == 2
     assert value(samples, "ctxproxy_stage_skipped_total", stage="prune") == 0
-    assert value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default",
-                 stage="prune") == 30
+    assert (
+        value(samples, "ctxproxy_tool_result_chars_removed_total", tenant="default", stage="prune")
+        == 30
+    )

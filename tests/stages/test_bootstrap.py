@@ -11,7 +11,6 @@ from proxy.stages.bootstrap import (
     AssemblyCache,
     BootstrapSettings,
     assemble_system,
-    cap_text,
     run,
 )
 from proxy.types import Draft, SystemPrompt, WorkspaceView
@@ -23,30 +22,6 @@ PLAIN = BootstrapSettings(tool_result_notice=False)
 
 def view(session: dict[str, str] | None = None, **files: tuple[str, ...]) -> WorkspaceView:
     return WorkspaceView(files=files, session_files=session or {})
-
-
-@pytest.mark.parametrize(
-    ("text", "max_chars", "max_lines", "expected", "cuts"),
-    [
-        ("hello", 5, None, "hello", 0),
-        ("  hello\n\n", 5, None, "hello", 0),
-        ("hello!", 5, None, "hello\n[truncated: first 5 of 6 characters shown]", 1),
-        ("a\nb\nc", 100, 3, "a\nb\nc", 0),
-        ("a\nb\nc\nd", 100, 2, "a\nb\n[truncated: first 2 of 4 lines shown]", 1),
-        (
-            "aaaa\nbbbb\ncccc",
-            6,
-            2,
-            "aaaa\nb\n[truncated: first 2 of 3 lines shown]\n"
-            "[truncated: first 6 of 9 characters shown]",
-            2,
-        ),
-    ],
-)
-def test_cap_text_cuts_lines_then_chars_with_a_marker_per_cut(
-    text: str, max_chars: int, max_lines: int | None, expected: str, cuts: int
-) -> None:
-    assert cap_text(text, max_chars=max_chars, max_lines=max_lines) == (expected, cuts)
 
 
 def test_assemble_puts_soul_agent_notice_static_and_user_memory_dynamic() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.stages.budgets import BudgetSettings, apply_budgets, cut_result_text, run
+from proxy.stages.budgets import BudgetSettings, apply_budgets, run
 from proxy.stages.error_pattern import ErrorMemo
 from proxy.types import Message
 from tests.factories import assistant, call, draft, exchange, tool, turn, user
@@ -233,20 +233,6 @@ def test_budgets_run_hands_back_the_same_draft_without_tool_results() -> None:
     assert out is d
     assert report == computed
     assert (report.stage, report.counters, report.outputs) == ("budgets", expected, {})
-
-
-@pytest.mark.parametrize("command", [False, True])
-@pytest.mark.parametrize("size", [100, 10_063, 10_064, 10_065, 29_999, 30_000, 30_001, 40_000])
-def test_cut_result_text_leaves_text_too_short_for_either_rule_as_the_same_object(
-    command: bool, size: int
-) -> None:
-    text = ("error: x\n" + "y" * size)[:size]  # an error: any text long enough is cut
-    cut = cut_result_text(text, command=command, settings=DEFAULTS)
-    short = size <= 2 * DEFAULTS.error_head_tail_chars + 64 and (
-        not command or size <= DEFAULTS.command_max_chars
-    )
-    assert (cut is text) is short
-    assert cut == cut_result_text(cut, command=command, settings=DEFAULTS)
 
 
 def test_budgets_name_a_long_result_by_its_call_whatever_came_before() -> None:

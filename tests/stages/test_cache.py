@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 
 from proxy.content import find_body_markers, find_cache_markers
 from proxy.server.body import check_nesting
-from proxy.stages.cache import (
-    CacheSettings,
-    Ttl,
-    min_cacheable_tokens,
-    render_request,
-    render_with_markers,
-)
+from proxy.stages.cache import CacheSettings, render_request, render_with_markers
+from proxy.stages.marker import Ttl
 from proxy.types import Draft, Message
 from tests.factories import assistant, call, draft, system, tool, turn, user
 
@@ -33,10 +28,6 @@ def with_system(d: Draft, *, static: str = "", dynamic: str = "") -> Draft:
 
 def user_parts(parts: list[dict[str, Any]]) -> Message:
     return {"role": "user", "content": parts}
-
-
-def system_parts(parts: list[dict[str, Any]]) -> Message:
-    return {"role": "system", "content": parts}
 
 
 def marked(text: str, marker: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -222,23 +213,6 @@ def test_long_static_prefix_is_marked_and_short_tail_counts_the_whole_prefix() -
     assert markers_of(body) == [marked(LONG), marked("q")]
     _, report = render(d, cfg=CacheSettings(), model="claude-haiku-4-5")  # 4,096 minimum
     assert report.counters["breakpoints"] == 0
-
-
-@pytest.mark.parametrize(
-    ("model", "tokens"),
-    [
-        ("claude-sonnet-4-5-20250929", 1024),
-        ("anthropic/claude-opus-4.6", 4096),
-        ("claude-haiku-4-5", 4096),
-        ("claude-3-5-haiku-latest", 2048),
-        ("claude-3-haiku-20240307", 2048),
-        ("claude-opus-4-1", 1024),
-        ("some-other-model", 1024),
-    ],
-)
-def test_minimum_cacheable_tokens_by_model_family(model: str, tokens: int) -> None:
-    assert min_cacheable_tokens(model, settings=CacheSettings()) == tokens
-    assert min_cacheable_tokens(model, settings=CacheSettings(min_cacheable_tokens=7)) == 7
 
 
 def test_settings_reject_unknown_ttl_and_negative_minimum() -> None:

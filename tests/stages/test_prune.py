@@ -14,10 +14,12 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from proxy.content import content_text
 from proxy.stages import budgets as budgets_stage
 from proxy.stages import prune
 from proxy.stages.budgets import BudgetSettings, apply_budgets
 from proxy.stages.prune import PruneSettings, prune_tool_results
+from proxy.stages.prune_decision import decision_key, has_cache_control
 from proxy.types import Message, SessionState, StageReport
 from tests.factories import assistant, call, draft, exchange, tool, turn, user
 from tests.traces import TRACE_FILES
@@ -116,7 +118,7 @@ def test_prune_does_not_replay_a_decision_made_for_another_result_with_the_same_
     again, report = pruned(messages + later, {"c0": cut("a", 1_000)})
     assert again[2]["content"] == cut("a", 1_000)
     assert again[8]["content"] == cut("z", 900)
-    key = prune.decision_key("c0", "z" * 900)
+    key = decision_key("c0", "z" * 900)
     assert report.decisions == {key: cut("z", 900)} and key.startswith("c0#")
     replayed, report = pruned(messages, {"c0": cut("a", 1_000), key: cut("z", 900)}, recent_keep=9)
     assert replayed == again[: len(messages)] and report.counters["replayed"] == 2
@@ -124,7 +126,7 @@ def test_prune_does_not_replay_a_decision_made_for_another_result_with_the_same_
 
 def test_prune_replays_a_hashed_decision_of_an_id_that_itself_holds_a_hash_sign() -> None:
     messages = [*history(1_000, 1, 1), *exchange("c#0", "z" * 900), *exchange("c9", "y")]
-    key = prune.decision_key("c#0", "z" * 900)
+    key = decision_key("c#0", "z" * 900)
     decisions = {"c#0": cut("q", 700), key: cut("z", 900)}
     out, report = pruned(messages, decisions, recent_keep=9)
     assert out[8]["content"] == cut("z", 900) and report.counters["replayed"] == 1
@@ -387,7 +389,7 @@ def test_budgets_then_prune_keep_histories_valid_stable_and_idempotent(
     assert_paired(out)
     for new, old, mid in zip(out, messages, budgeted, strict=True):
         assert new is old or (new["role"] == "tool" and new["tool_call_id"] == old["tool_call_id"])
-        text = prune.content_text(mid["content"]) if mid["role"] == "tool" else ""
+        text = content_text(mid["content"]) if mid["role"] == "tool" else ""
         assert len(text) <= SMALL_BUDGETS.persist_over_chars or text.startswith("<persisted-")
     assert apply_budgets(budgeted, settings=SMALL_BUDGETS)[0] == budgeted
     assert_prune_rules(budgeted, out, prune_with)
@@ -409,7 +411,7 @@ def test_budgets_then_prune_keep_histories_valid_stable_and_idempotent(
 def assert_prune_rules(before: list[Message], after: list[Message], rules: PruneSettings) -> None:
     """Untouched: the newest `recent_keep` results, excluded tools, all up to the last marker."""
     tools = [i for i, m in enumerate(before) if m["role"] == "tool"]
-    marks = [i for i, m in enumerate(before) if prune.has_cache_control(m)]
+    marks = [i for i, m in enumerate(before) if has_cache_control(m)]
     protected = set(tools[len(tools) - rules.recent_keep :] if rules.recent_keep else [])
     protected |= set(range(marks[-1] + 1 if marks else 0))
     names = {c["id"]: c["function"]["name"] for m in before for c in m.get("tool_calls") or ()}
@@ -417,9 +419,9 @@ def assert_prune_rules(before: list[Message], after: list[Message], rules: Prune
         if index in protected or names[before[index]["tool_call_id"]] in rules.exclude_tools:
             assert after[index] is before[index]
         elif after[index] is not before[index]:
-            text = prune.content_text(before[index]["content"])
+            text = content_text(before[index]["content"])
             assert len(text) > rules.max_chars
-            assert prune.content_text(after[index]["content"]).endswith(
+            assert content_text(after[index]["content"]).endswith(
                 (MARK.format(len(text)), MARK.format(len(text)) + "\n</persisted-output>")
             )
 

@@ -20,10 +20,6 @@ def user_parts(parts: list[dict[str, Any]]) -> Message:
     return {"role": "user", "content": parts}
 
 
-def system_parts(parts: list[dict[str, Any]]) -> Message:
-    return {"role": "system", "content": parts}
-
-
 def marked(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text, "cache_control": EPHEMERAL}
 
@@ -130,44 +126,6 @@ def test_excess_markers_of_ours_are_removed_newest_first() -> None:
     assert out["messages"][:2] == ours[:2]
     assert out["messages"][2]["content"] == [{"type": "text", "text": "q"}]
     assert counters["markers_removed"] == counters["repairs"] == 1
-
-
-def test_client_over_the_marker_limit_keeps_its_markers_and_loses_ours() -> None:
-    client = [user_parts([marked(str(i)) for i in range(5)])]
-    out, counters = check([system_parts([marked("S")]), *copy.deepcopy(client)], client)
-    assert out["messages"] == [system_parts([{"type": "text", "text": "S"}]), *client]
-    assert counters["markers_removed"] == 1
-    assert counters["client_violations"] == 1
-
-
-def test_markers_not_allowed_removes_ours_and_keeps_the_clients() -> None:
-    client = [user_parts([marked("a")]), user("q")]
-    out, counters = check(
-        [user_parts([marked("a")]), user_parts([marked("q")])], client, allow=False
-    )
-    assert out["messages"] == [
-        user_parts([marked("a")]),
-        user_parts([{"type": "text", "text": "q"}]),
-    ]
-    assert counters["markers_removed"] == 1
-    assert counters["client_violations"] == 1
-
-
-def test_markers_outside_messages_are_the_clients() -> None:
-    tools = [{"type": "function", "function": {"name": "f"}, "cache_control": EPHEMERAL}]
-    out, counters = check(
-        [user("q")], [user("q")], allow=False, tools=tools, cache_control=EPHEMERAL
-    )
-    assert out["tools"] == tools and out["cache_control"] == EPHEMERAL
-    assert counters["repairs"] == 0
-
-
-def test_client_message_level_marker_moved_onto_a_part_is_still_the_clients() -> None:
-    sent = {"role": "system", "content": "rules", "cache_control": EPHEMERAL}
-    rendered = {"role": "system", "content": [{"type": "text", "text": "S"}, marked("rules")]}
-    out, counters = check([rendered, user("q")], [sent, user("q")], allow=False)
-    assert out["messages"][0] == rendered
-    assert counters["repairs"] == 0
 
 
 @pytest.mark.parametrize("body", [{"model": "m"}, {"model": "m", "messages": []}])
