@@ -90,7 +90,7 @@ def apply_budgets(
     for group in groups:
         for index in group:
             text = content_text(messages[index].get("content"))
-            if is_persisted(text, preview_bytes=settings.preview_bytes):
+            if is_persisted(text):
                 continue
             texts[index] = text
             if len(text) > settings.persist_over_chars:

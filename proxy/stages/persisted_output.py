@@ -3,7 +3,8 @@
 A block's first three lines are its header (id and size, the fetch line, the preview line), then
 up to `preview_bytes` bytes of the text and the close tag. The id is the sha256 of the text
 (`output_id`), so one text always renders byte-identically. `is_persisted` recognises a block
-`persisted_block` wrote (budgets rule 1), and not a bigger look-alike.
+`persisted_block` wrote (budgets rule 1), whatever preview size it was written with, and not a
+look-alike: a different header, or more text than its own header announces.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import re
 
 from proxy.content import PERSISTED_CLOSE, PERSISTED_OPEN
 
-_BLOCK_HEAD = re.compile(re.escape(PERSISTED_OPEN) + r' id="[0-9a-f]{32}" chars="\d+">\n')
-_BLOCK_FRAME = 512
-"""A block is at most its preview plus this much (header and close): a bigger look-alike is not."""
+_BLOCK_HEAD = re.compile(
+    re.escape(PERSISTED_OPEN) + r' id="(?P<id>[0-9a-f]{32})" chars="(?P<chars>\d+)">\n'
+    r"Output too large \((?P=chars) chars\), stored in full: GET /v1/ctx/outputs/(?P=id)\n"
+    r"Preview \(first (?P<preview>\d{1,9}) bytes\):\n"
+)
+_TAIL = len("\n" + PERSISTED_CLOSE)
 
 
 def output_id(text: str) -> str:
@@ -34,10 +38,10 @@ def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
     return oid, block
 
 
-def is_persisted(text: str, *, preview_bytes: int) -> bool:
-    """True for a block `persisted_block` wrote (header, close tag and size all fit)."""
-    return (
-        len(text) <= preview_bytes + _BLOCK_FRAME
-        and text.endswith(PERSISTED_CLOSE)
-        and _BLOCK_HEAD.match(text) is not None
-    )
+def is_persisted(text: str) -> bool:
+    """True for a block `persisted_block` wrote: its three header lines, a preview of at most
+    the bytes its header announces (so at most as many characters), the close tag."""
+    if not text.endswith(PERSISTED_CLOSE):
+        return False
+    head = _BLOCK_HEAD.match(text)
+    return head is not None and len(text) - head.end() - _TAIL <= int(head["preview"])

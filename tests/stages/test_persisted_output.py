@@ -48,10 +48,23 @@ def test_persisted_block_of_one_text_is_byte_identical_every_time() -> None:
     assert persisted_block(text, preview_bytes=100) == persisted_block(text, preview_bytes=100)
 
 
-@pytest.mark.parametrize("preview_bytes", [0, 10, 2_000])
-def test_is_persisted_recognises_a_block_persisted_block_wrote(preview_bytes: int) -> None:
-    _, block = persisted_block("x" * 5_000, preview_bytes=preview_bytes)
-    assert is_persisted(block, preview_bytes=preview_bytes)
+@pytest.mark.parametrize("preview_bytes", [0, 10, 2_000, 4_999, 5_000, 9_000])
+@pytest.mark.parametrize("text", ["x" * 5_000, "é" * 3_000, "a\nb\n" * 900])
+def test_is_persisted_recognises_a_block_persisted_block_wrote_with_any_preview_size(
+    text: str, preview_bytes: int
+) -> None:
+    _, block = persisted_block(text, preview_bytes=preview_bytes)
+    assert is_persisted(block)
+
+
+def header(
+    oid: str = "0" * 32, chars: int = 9, fetch_id: str | None = None, preview: int = 3
+) -> str:
+    return (
+        f'{PERSISTED_OPEN} id="{oid}" chars="{chars}">\n'
+        f"Output too large ({chars} chars), stored in full: GET /v1/ctx/outputs/{fetch_id or oid}\n"
+        f"Preview (first {preview} bytes):\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -63,8 +76,28 @@ def test_is_persisted_recognises_a_block_persisted_block_wrote(preview_bytes: in
         f'{PERSISTED_OPEN} id="not-hex" chars="1">\nx\n{PERSISTED_CLOSE}',
         f'{PERSISTED_OPEN} id="{"0" * 31}" chars="1">\nx\n{PERSISTED_CLOSE}',
         f'text first\n{PERSISTED_OPEN} id="{"0" * 32}" chars="1">\nx\n{PERSISTED_CLOSE}',
+        header() + f"abcd\n{PERSISTED_CLOSE}",
+        header(fetch_id="1" * 32) + f"abc\n{PERSISTED_CLOSE}",
+        header().replace("(9 chars)", "(8 chars)") + f"abc\n{PERSISTED_CLOSE}",
+        header() + "abc\n",
     ],
-    ids=["plain", "too-big", "no-close", "bad-id", "short-id", "not-at-start"],
+    ids=[
+        "plain",
+        "one-header-line",
+        "no-close",
+        "bad-id",
+        "short-id",
+        "not-at-start",
+        "preview-over-its-size",
+        "fetch-id-differs",
+        "chars-differ",
+        "no-close-after-header",
+    ],
 )
 def test_is_persisted_rejects_look_alikes(text: str) -> None:
-    assert not is_persisted(text, preview_bytes=100)
+    assert not is_persisted(text)
+
+
+def test_is_persisted_takes_a_block_exactly_at_its_announced_preview_size() -> None:
+    assert is_persisted(header() + f"abc\n{PERSISTED_CLOSE}")
+    assert is_persisted(header() + f"\n{PERSISTED_CLOSE}")
