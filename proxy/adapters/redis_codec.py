@@ -27,7 +27,11 @@ return 0
 
 
 def decode_hash(raw: dict[Any, Any]) -> dict[str, str]:
-    return {_text(k): _text(v) for k, v in raw.items()}
+    """A hash reply as text. Replies are bytes unless the client decodes them itself."""
+    try:
+        return {key.decode(): value.decode() for key, value in raw.items()}
+    except AttributeError:
+        return {_text(key): _text(value) for key, value in raw.items()}
 
 
 def _text(value: Any) -> str:

@@ -13,7 +13,7 @@ pipeline starts a task to reset itself: about half the client's CPU on that path
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import hiredis
@@ -26,7 +26,11 @@ from redis.asyncio.connection import (
 )
 from redis.exceptions import DataError, ResponseError
 
-Command = Sequence[str | bytes | int | float]
+Command = tuple[str | bytes | int | float, ...]
+"""One command of `run_pipeline`: its name (one word) and arguments."""
+
+_pack: Callable[[Command], bytes] = hiredis.pack_command  # type: ignore[assignment]
+# (hiredis's stub types the argument as a tuple of one element)
 
 
 class HiredisPacking:
@@ -93,7 +97,7 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
     read that fails or is cancelled drops the connection (redis-py disconnects it)."""
     connection: AbstractConnection = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
-        await connection.send_packed_command(connection.pack_commands(commands))
+        await connection.send_packed_command(_packed_commands(commands))
         replies: list[Any] = []
         for _ in commands:
             try:
@@ -108,6 +112,14 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
         if isinstance(reply, ResponseError):
             raise reply
     return replies
+
+
+def _packed_commands(commands: Sequence[Command]) -> bytes:
+    """`commands` packed in one buffer, in C: their names are single words (no split needed)."""
+    try:
+        return b"".join(map(_pack, commands))
+    except TypeError as exc:
+        raise DataError(str(exc)) from exc
 
 
 def hash_reply(reply: Any) -> dict[Any, Any]:

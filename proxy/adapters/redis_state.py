@@ -9,7 +9,8 @@ mixin base in `proxy.adapters.redis_compaction`; the operator's reads are in `re
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -160,6 +161,6 @@ class RedisStore(CompactionWrites):
         await self._redis.aclose()
 
 
-def _pairs(mapping: Mapping[str, str | int | float]) -> list[str | int | float]:
+def _pairs(mapping: Mapping[str, str | int | float]) -> Iterable[str | int | float]:
     """`{field: value}` as the flat `field value ...` arguments of `HSET` and `XADD`."""
-    return [item for pair in mapping.items() for item in pair]
+    return chain.from_iterable(mapping.items())

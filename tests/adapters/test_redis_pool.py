@@ -153,3 +153,11 @@ async def test_a_cancelled_read_gives_its_connection_back_out_of_step_replies_dr
         b"OK",
         b"new",
     ]
+
+
+async def test_a_command_redis_cannot_hold_raises_before_anything_is_sent(
+    one_connection: aioredis.ConnectionPool,
+) -> None:
+    with pytest.raises(DataError):
+        await run_pipeline(one_connection, [("SET", "k", "sent?"), ("SET", "k", None)])
+    assert await run_pipeline(one_connection, [("GET", "k")]) == [None]
