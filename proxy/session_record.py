@@ -30,7 +30,8 @@ def turn_record(
     prepared: Prepared, *, usage: Usage | None, completed: bool, messages_in: int, now: float
 ) -> tuple[Fields, dict[str, int]]:
     """(fields to set, counters to add) for one answered request. Usage counts, and becomes the
-    conversation's `last_prompt_tokens`, only for an answer that completed."""
+    conversation's `last_prompt_tokens`, only for an answer that completed. A counter that
+    adds nothing is left out once the session's state has it (one store command less)."""
     fields: Fields = {
         "model": prepared.turn.model,
         "threshold_tokens": prepared.threshold,
@@ -47,9 +48,11 @@ def turn_record(
             covers=prepared.covers,
         )
     done = prepared.compaction is not None and prepared.compaction.status == "done"
-    counters = {
-        "requests": 1,
-        "compactions": int(done),
-        "chars_pruned": prepared.tally.chars_pruned,
-    }
+    counters = {"requests": 1}
+    known = prepared.turn.state.fields
+    if done or "compactions" not in known:
+        counters["compactions"] = int(done)
+    chars_pruned = prepared.tally.chars_pruned
+    if chars_pruned or "chars_pruned" not in known:
+        counters["chars_pruned"] = chars_pruned
     return fields, counters

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from proxy.engine import Prepared
+from proxy.prepared import Prepared
 from proxy.session_record import last_prompt_tokens, turn_record
 from proxy.tally import tally
 from proxy.types import SessionState, StageReport, Turn
 from proxy.usage import Usage
 
 
-def prepared_of(*reports: StageReport) -> Prepared:
-    return Prepared(turn=Turn("t", "s", "gpt-4o", now=0.0), body={"messages": [{}, {}, {}]},
+def prepared_of(*reports: StageReport, state: SessionState | None = None) -> Prepared:
+    turn = Turn("t", "s", "gpt-4o", now=0.0, state=state or SessionState())
+    return Prepared(turn=turn, body={"messages": [{}, {}, {}]},
                     reports=reports, lineage="line-1", threshold=9000, covers=4,
                     tally=tally(reports))
 
@@ -32,6 +33,17 @@ def test_an_interrupted_answer_counts_the_request_but_not_its_usage() -> None:
                                    completed=False, messages_in=5, now=1.0)
     assert "last_prompt_tokens" not in fields and "lineage" not in fields
     assert counters["requests"] == 1
+
+
+def test_a_counter_adding_nothing_is_left_out_once_the_state_has_it() -> None:
+    new, known = SessionState(), SessionState(fields={"compactions": 2, "chars_pruned": "10"})
+    assert turn_record(prepared_of(state=new), usage=None, completed=True, messages_in=1,
+                       now=1.0)[1] == {"requests": 1, "compactions": 0, "chars_pruned": 0}
+    assert turn_record(prepared_of(state=known), usage=None, completed=True, messages_in=1,
+                       now=1.0)[1] == {"requests": 1}
+    pruned = prepared_of(StageReport("prune", {"chars_pruned": 5}), state=known)
+    assert turn_record(pruned, usage=None, completed=True, messages_in=1,
+                       now=1.0)[1] == {"requests": 1, "chars_pruned": 5}
 
 
 def test_last_prompt_tokens_count_only_for_the_same_lineage_and_no_newer_summary() -> None:
