@@ -28,7 +28,7 @@ from proxy.adapters import workspace_paths
 from proxy.adapters.workspace_paths import (
     ALLOWED_FILES,
     OPEN_FLAGS,
-    confined,
+    resolve_below,
     resolve_inside,
     valid_session,
 )
@@ -97,7 +97,7 @@ class FileWorkspace:
                 for key, text in self._read_layer(root).items():
                     files[key] = (*files.get(key, ()), text)
         session_root = (
-            workspace_paths.session_root(workspace, session) if session is not None else None
+            workspace_paths.find_session_root(workspace, session) if session is not None else None
         )
         session_files = self._read_layer(session_root) if session_root else {}
         return WorkspaceView(
@@ -108,7 +108,7 @@ class FileWorkspace:
         out: dict[str, str] = {}
         base = os.path.realpath(root)
         for key, name in ALLOWED_FILES:
-            path = confined(base, name)
+            path = resolve_below(base, name)
             text = self._read(path) if path is not None else None
             if text is not None:
                 out[key] = text

@@ -35,11 +35,11 @@ def resolve_inside(root: Path, relative: str) -> Path | None:
 
     Refuses absolute names, empty, `.` and `..` components and a NUL byte outright.
     """
-    target = confined(os.path.realpath(root), relative)
+    target = resolve_below(os.path.realpath(root), relative)
     return Path(target) if target is not None else None
 
 
-def confined(base: str, relative: str) -> str | None:
+def resolve_below(base: str, relative: str) -> str | None:
     """Like `resolve_inside`, on strings, for a `base` that is already resolved.
 
     Walks the components below `base` with `lstat` (cheap: one or two per name) and pays for a
@@ -65,7 +65,7 @@ def valid_session(session: str) -> bool:
     return session not in (".", "..") and SESSION_ID.fullmatch(session) is not None
 
 
-def session_root(workspace: Path | None, session: str) -> Path | None:
+def find_session_root(workspace: Path | None, session: str) -> Path | None:
     """The session layer's directory, if it exists inside the workspace."""
     if workspace is None:
         return None

@@ -24,8 +24,8 @@ from proxy.stages.marker import (
     Ttl,
     already_marked,
     as_parts,
-    markable,
-    part_index,
+    can_take_marker,
+    resolve_part_index,
     text_parts,
     with_marker,
 )
@@ -79,7 +79,7 @@ def place_breakpoints(
             break
         if chars < floor or already_marked(messages[index], part):
             continue
-        position = (1, index, part_index(messages[index], part))  # a tool's: its last part
+        position = (1, index, resolve_part_index(messages[index], part))  # a tool's: its last part
         ttl = _fit_ttl(position, settings.ttl, [*client_marks, *((o, t) for o, t, _ in accepted)])
         if ttl is not None:
             accepted.append((position, ttl, candidate))
@@ -94,7 +94,9 @@ def _candidates(body: JSON, system: SystemPrompt, n_system: int) -> Iterator[_Ca
     messages: list[Message] = body["messages"]
     sizes = [_chars(m.get("content")) + _chars(m.get("tool_calls")) for m in messages]
     tools = _chars(body.get("tools"))
-    last = next((i for i in reversed(range(n_system, len(messages))) if markable(messages[i])), -1)
+    last = next(
+        (i for i in reversed(range(n_system, len(messages))) if can_take_marker(messages[i])), -1
+    )
     if last >= 0:
         yield last, -1, tools + sum(sizes[: last + 1])
     if system.static:

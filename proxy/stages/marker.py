@@ -31,7 +31,7 @@ def as_parts(message: Message) -> list[JSON]:
     return parts
 
 
-def markable(message: Message) -> bool:
+def can_take_marker(message: Message) -> bool:
     """Whether a marker can go on `message`: it has content, and parts end with an object."""
     content = message.get("content")
     return bool(content) and (not isinstance(content, list) or isinstance(content[-1], dict))
@@ -41,7 +41,7 @@ def already_marked(message: Message, part: int) -> bool:
     """Whether `message` needs no marker of ours at `part`: it carries one already (at message
     level, on that part, or on any part of a `tool` message), or cannot take one."""
     content = message.get("content")
-    if message.get("cache_control") is not None or not markable(message):
+    if message.get("cache_control") is not None or not can_take_marker(message):
         return True
     if not isinstance(content, list):
         return False
@@ -62,7 +62,7 @@ def with_marker(message: Message, part: int, ttl: Ttl) -> Message:
     return {**message, "content": parts}
 
 
-def part_index(message: Message, part: int) -> int:
+def resolve_part_index(message: Message, part: int) -> int:
     """`part` (negative counts from the end) as an index into `message`'s parts; 0 for a string
     content."""
     content = message.get("content")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.adapters.workspace import FileWorkspace, resolve_inside
+from proxy.adapters.workspace import FileWorkspace
 from proxy.ports import WorkspaceSource
 from proxy.stages.bootstrap import BootstrapSettings, assemble_system
 
@@ -273,31 +273,6 @@ def test_unreadable_files_are_absent(dirs: tuple[Path, Path, Path]) -> None:
     _, workspace, _ = dirs
     write(workspace, "soul.md", "soul").chmod(0)
     assert source(dirs).view("t", "s1").files == {}
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["/etc/passwd", "../outside/secret.md", "memory/../../outside/secret.md", "", ".", "a\0"],
-)
-def test_resolve_inside_refuses_names_that_escape(dirs: tuple[Path, Path, Path], name: str) -> None:
-    _, workspace, _ = dirs
-    assert resolve_inside(workspace, name) is None
-
-
-def test_resolve_inside_accepts_a_plain_relative_name(dirs: tuple[Path, Path, Path]) -> None:
-    _, workspace, _ = dirs
-    assert resolve_inside(workspace, "memory/MEMORY.md") == workspace.resolve() / "memory/MEMORY.md"
-
-
-def test_resolve_inside_follows_symlinks_and_refuses_those_leading_outside(
-    dirs: tuple[Path, Path, Path],
-) -> None:
-    _, workspace, outside = dirs
-    (workspace / "out").symlink_to(outside, target_is_directory=True)
-    (workspace / "notes").mkdir()
-    (workspace / "in").symlink_to(workspace / "notes", target_is_directory=True)
-    assert resolve_inside(workspace, "out/secret.md") is None
-    assert resolve_inside(workspace, "in/a.md") == workspace.resolve() / "notes" / "a.md"
 
 
 def test_a_missing_workspace_directory_gives_an_empty_view(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from proxy.adapters.redis_state import RedisStore
-from proxy.engine import Prepared
+from proxy.prepared import Prepared
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.events import request_event
 from proxy.server.observe import Trace

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proxy.compactor import CompactionOutcome
-from proxy.engine import Prepared
+from proxy.prepared import Prepared
 from proxy.server.observe import Trace
 from proxy.server.relay import Relayed
 from proxy.server.stage_tokens import stage_tokens

@@ -1,4 +1,4 @@
-"""Compaction's pure decisions: threshold, summary prompt, stored prefixes and applying them."""
+"""Compaction's pure decisions: threshold, stored prefixes and applying them."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from proxy.stages.compact import (
     threshold_tokens,
 )
 from proxy.stages.compaction_plan import SUMMARY_PREFIX, CompactionPlan
-from proxy.stages.summary_request import build_summary_body, build_transcript_body, extract_summary
 from proxy.types import Message, SessionState
-from tests.factories import assistant, draft, exchange, system, turn, user
+from tests.factories import assistant, draft, system, turn, user
 
 SETTINGS = CompactSettings()
 
@@ -40,59 +39,6 @@ def test_should_compact_only_strictly_over_the_threshold() -> None:
 def test_settings_are_checked_once(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         CompactSettings(**kwargs)
-
-
-def test_summary_body_reuses_the_prefix_then_asks_once() -> None:
-    prefix = {
-        "model": "gpt-4o",
-        "messages": [system("sys"), user("My name is Ada; invoice 4711 is due 2024-05-01.")],
-        "tools": [{"type": "function", "function": {"name": "bash"}}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "response_format": {"type": "json_object"},
-        "prompt_cache_key": "k",
-    }
-    snapshot = copy.deepcopy(prefix)
-    body = build_summary_body(prefix, settings=CompactSettings(max_summary_words=300), model="m")
-    assert prefix == snapshot
-    assert body["messages"][:2] == prefix["messages"]
-    assert body["tools"] == prefix["tools"] and body["prompt_cache_key"] == "k"
-    assert len(body["messages"]) == 3 and body["messages"][-1]["role"] == "user"
-    instruction = body["messages"][-1]["content"]
-    assert "<analysis>" in instruction and "<summary>" in instruction and "300 words" in instruction
-    assert body["tool_choice"] == "none" and body["stream"] is False and body["model"] == "m"
-    assert "stream_options" not in body and "response_format" not in body
-    assert 0 < body["max_tokens"] <= 20_000
-
-
-def test_summary_body_uses_the_configured_model_and_reasoning_token_limit() -> None:
-    settings_ = CompactSettings(summarizer_model="o4-mini")
-    body = build_summary_body({"messages": [user("x")]}, settings=settings_, model="gpt-4o")
-    assert body["model"] == "o4-mini" and "max_completion_tokens" in body
-    assert "tool_choice" not in body and "max_tokens" not in body
-
-
-def test_transcript_body_carries_every_message_as_text() -> None:
-    messages = [user("deploy to eu-west-3"), *exchange("c1", "exit 0", name="deploy")]
-    body = build_transcript_body(messages, settings=SETTINGS, model="gpt-4o")
-    text = "\n".join(m["content"] for m in body["messages"])
-    assert "eu-west-3" in text and "deploy" in text and "exit 0" in text
-    assert body["stream"] is False and "tools" not in body
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("<analysis>think</analysis>\n<summary>\nfacts\n</summary>", "facts"),
-        ("<analysis>think</analysis><summary>cut off", "cut off"),
-        ("plain answer", "plain answer"),
-        ("<analysis>only thinking</analysis> the rest", "the rest"),
-        ("<summary>a</summary> <summary>b</summary>", "b"),
-        ("", ""),
-    ],
-)
-def test_extract_summary_keeps_only_the_summary(text: str, expected: str) -> None:
-    assert extract_summary(text) == expected
 
 
 def _stored(history: list[Message], covers: int, summary: str) -> Any:

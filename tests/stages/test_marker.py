@@ -11,8 +11,8 @@ from proxy.stages.marker import (
     Ttl,
     already_marked,
     as_parts,
-    markable,
-    part_index,
+    can_take_marker,
+    resolve_part_index,
     text_parts,
     with_marker,
 )
@@ -88,8 +88,10 @@ def test_as_parts_moves_a_message_marker_onto_the_last_part_unless_it_has_its_ow
         (tool("c1", "out"), True),
     ],
 )
-def test_markable_needs_content_ending_in_an_object(message: Message, expected: bool) -> None:
-    assert markable(message) is expected
+def test_can_take_marker_needs_content_ending_in_an_object(
+    message: Message, expected: bool
+) -> None:
+    assert can_take_marker(message) is expected
 
 
 @pytest.mark.parametrize(
@@ -165,7 +167,7 @@ def test_with_marker_keeps_unknown_keys_of_the_message_and_the_part() -> None:
         (with_parts("user"), -1, 0),
     ],
 )
-def test_part_index_counts_negative_parts_from_the_end_and_is_zero_for_a_string(
+def test_resolve_part_index_counts_negative_parts_from_the_end_and_is_zero_for_a_string(
     message: Message, at: int, expected: int
 ) -> None:
-    assert part_index(message, at) == expected
+    assert resolve_part_index(message, at) == expected

@@ -1,0 +1,74 @@
+"""The embedded store's archive as real files: transcripts appended, snapshots replaced whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from proxy.adapters.archive_files import ArchiveFiles
+
+
+def in_folder(root: Path) -> ArchiveFiles:
+    """Files of tenant `t` under `root/t/sessions`; no folder for any other tenant."""
+    return ArchiveFiles(lambda tenant: root / tenant / "sessions" if tenant == "t" else None)
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def lines_of(path: Path) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+async def test_append_transcript_writes_one_json_line_per_entry(tmp_path: Path) -> None:
+    files = in_folder(tmp_path)
+    await files.append_transcript("t", "s1", "1-0", b'[{"role":"user","content":"hi"}]')
+    await files.append_transcript("t", "s2", "2-0", b"[]")
+    raw = tmp_path / "t" / "sessions" / "raw.jsonl"
+    assert raw.read_bytes().endswith(b"}\n") and raw.read_bytes().count(b"\n") == 2
+    assert lines_of(raw) == [
+        {"session": "s1", "id": "1-0", "messages": [{"role": "user", "content": "hi"}]},
+        {"session": "s2", "id": "2-0", "messages": []},
+    ]
+
+
+@pytest.mark.parametrize("session", ['a"b', "s\\1", "é", "a\nb"])
+async def test_append_transcript_escapes_the_session_and_id_as_json(
+    tmp_path: Path, session: str
+) -> None:
+    await in_folder(tmp_path).append_transcript("t", session, f"{session}-0", b"[1]")
+    assert lines_of(tmp_path / "t" / "sessions" / "raw.jsonl") == [
+        {"session": session, "id": f"{session}-0", "messages": [1]}
+    ]
+
+
+async def test_append_transcript_keeps_what_the_file_already_holds(tmp_path: Path) -> None:
+    folder = tmp_path / "t" / "sessions"
+    folder.mkdir(parents=True)
+    (folder / "raw.jsonl").write_bytes(b'{"old":1}\n')
+    await in_folder(tmp_path).append_transcript("t", "s1", "1-0", b"[]")
+    assert lines_of(folder / "raw.jsonl") == [
+        {"old": 1},
+        {"session": "s1", "id": "1-0", "messages": []},
+    ]
+
+
+async def test_write_snapshot_replaces_the_sessions_file_whole(tmp_path: Path) -> None:
+    files = in_folder(tmp_path)
+    await files.write_snapshot("t", "s1", b'[{"role":"user","content":"a long first snapshot"}]')
+    await files.write_snapshot("t", "s1", b"[]")
+    await files.write_snapshot("t", "s2", b"[2]")
+    folder = tmp_path / "t" / "sessions"
+    assert (folder / "ctx-s1.json").read_bytes() == b"[]"
+    assert (folder / "ctx-s2.json").read_bytes() == b"[2]"
+    assert files_under(folder) == ["ctx-s1.json", "ctx-s2.json"]
+
+
+async def test_a_tenant_without_a_folder_gets_no_files(tmp_path: Path) -> None:
+    files = in_folder(tmp_path)
+    await files.append_transcript("other", "s1", "1-0", b"[]")
+    await files.write_snapshot("other", "s1", b"[]")
+    assert files_under(tmp_path) == []
