@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from proxy.errors import NotFound, StoreUnavailable
+from proxy.errors import BadRequest, NotFound, StoreUnavailable
 from proxy.identity import SAFE_ID
 from proxy.server.appkeys import ENGINE, LIFECYCLE, caller_of
 from proxy.server.keys import Caller
@@ -41,7 +41,7 @@ async def get_output(request: web.Request) -> web.Response:
 
 async def list_sessions(request: web.Request) -> web.Response:
     caller = caller_of(request)
-    limit = min(int(request.query.get("limit", "100") or 100), 1000)
+    limit = _limit(request.query.get("limit"))
     tenant = None if caller.admin and request.query.get("all") else caller.tenant
     rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
     return web.json_response({"sessions": rows})
@@ -57,6 +57,16 @@ async def session_detail(request: web.Request) -> web.Response:
     if detail is None:
         raise NotFound("No such session.")
     return web.json_response(detail)
+
+
+def _limit(asked: str | None) -> int:
+    """`?limit=`: 100 when absent, at most 1,000; anything but a positive integer is refused
+    (a zero would have Redis read every session to return none)."""
+    if not asked:
+        return 100
+    if not (asked.isascii() and asked.isdigit()) or int(asked) < 1:  # no sign, space, "1e3"
+        raise BadRequest("'limit' must be a positive integer.", param="limit")
+    return min(int(asked), 1000)
 
 
 def _tenant_for(request: web.Request, caller: Caller) -> str:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from tests.reliability.conftest import MakeRig
-from tests.reliability.support import Rig, assert_openai_error, auth, chat
+from tests.reliability.support import Rig, assert_openai_error, auth, chat, post_json
 
 MAX_BODY = 4 * 1024 * 1024
 
@@ -168,3 +168,32 @@ async def test_a_bare_line_feed_in_a_header_never_reaches_the_upstream_as_a_head
     for received in rig.fake.received:
         assert "Injected" not in received.headers
         assert all("\n" not in v and "\r" not in v for v in received.headers.values())
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "abc", "1e3", " 5", "²", "1.5"])
+async def test_a_session_list_limit_that_is_not_a_positive_integer_is_400(
+    rig: Rig, limit: str
+) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(rig.url("/v1/ctx/sessions"), params={"limit": limit}, headers=auth()) as response,
+    ):
+        assert response.status == 400
+        error = assert_openai_error(await response.read())
+        assert error["param"] == "limit"
+
+
+async def test_a_session_list_limit_caps_at_a_thousand_and_counts(rig: Rig) -> None:
+    async with aiohttp.ClientSession() as http:
+        for index in range(3):
+            status, _, _ = await post_json(
+                http, rig.url("/v1/chat/completions"), chat(), **{"X-Ctx-Session": f"s{index}"}
+            )
+            assert status == 200
+        await rig.settled()
+        for limit, expected in (("2", 2), ("99999999999999999999", 3), ("", 3)):
+            async with http.get(
+                rig.url("/v1/ctx/sessions"), params={"limit": limit}, headers=auth()
+            ) as response:
+                assert response.status == 200
+                assert len((await response.json())["sessions"]) == expected
