@@ -82,6 +82,7 @@ def _render(message: Message) -> str:
 
 _SUMMARY_RE = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.DOTALL | re.IGNORECASE)
 _ANALYSIS_RE = re.compile(r"<analysis>.*?(?:</analysis>|\Z)", re.DOTALL | re.IGNORECASE)
+_CLOSE_RE = re.compile(r"</summary>", re.IGNORECASE)
 
 
 def extract_summary(text: str) -> str:
@@ -90,4 +91,4 @@ def extract_summary(text: str) -> str:
     found = _SUMMARY_RE.findall(text)
     if found:
         return str(found[-1]).strip()
-    return _ANALYSIS_RE.sub("", text).replace("</summary>", "").strip()
+    return _CLOSE_RE.sub("", _ANALYSIS_RE.sub("", text)).strip()

@@ -202,6 +202,7 @@ def test_transcript_renders_each_message_as_role_content_and_calls(
         ("<Analysis>think</ANALYSIS>answer", "answer"),
         ("<analysis>cut off before any summary", ""),
         ("answer</summary>", "answer"),
+        ("answer</SUMMARY>", "answer"),
         ("<summary>  \n </summary>", ""),
         ("<summary>a</summary> trailing words", "a"),
         ("<analysis>x</analysis> a <analysis>y</analysis> b", "a  b"),
