@@ -92,7 +92,7 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
     """Every command's reply, in order, for one write on one connection of `pool`.
 
     Replies are as the parser reads them (bytes, ints, lists; maps as dicts with RESP3, which
-    redis-py speaks by default, as flat lists with RESP2: see `hash_reply`). An error reply
+    redis-py speaks by default, as flat lists with RESP2: see `read_hash_reply`). An error reply
     raises its `ResponseError` once every reply is read, so the connection stays in step; a
     read that fails or is cancelled drops the connection (redis-py disconnects it)."""
     connection: AbstractConnection = await pool.get_connection()  # type: ignore[no-untyped-call]
@@ -122,7 +122,7 @@ def _packed_commands(commands: Sequence[Command]) -> bytes:
         raise DataError(str(exc)) from exc
 
 
-def hash_reply(reply: Any) -> dict[Any, Any]:
+def read_hash_reply(reply: Any) -> dict[Any, Any]:
     """An `HGETALL` reply as a dict: RESP3 reads it as one, RESP2 as `[field, value, ...]`."""
     if isinstance(reply, dict):
         return reply

@@ -25,7 +25,7 @@ from proxy.adapters.redis_codec import (
 )
 from proxy.adapters.redis_compaction import CompactionWrites
 from proxy.adapters.redis_keys import Keys
-from proxy.adapters.redis_pool import Command, hash_reply, open_pool, run_pipeline
+from proxy.adapters.redis_pool import Command, open_pool, read_hash_reply, run_pipeline
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, SessionState
 
@@ -81,7 +81,7 @@ class RedisStore(CompactionWrites):
         key = self._keys.session
         commands = [("HGETALL", key(tenant, session, part)) for part in SESSION_HASHES]
         replies = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
-        state, decisions, compactions = map(hash_reply, replies)
+        state, decisions, compactions = map(read_hash_reply, replies)
         return SessionState(
             fields=decode_hash(state),
             decisions=decode_hash(decisions),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import DataError, ResponseError
 
-from proxy.adapters.redis_pool import HiredisPacking, hash_reply, open_pool, run_pipeline
+from proxy.adapters.redis_pool import HiredisPacking, open_pool, read_hash_reply, run_pipeline
 from tests.redis_server import RedisServer
 
 ARGUMENT = st.one_of(
@@ -108,7 +108,7 @@ async def test_replies_come_back_in_command_order(
         [("HSET", "h", "a", "1", "b", "é"), ("HGETALL", "h"), ("INCRBY", "n", 5), ("GET", "none")],
     )
     assert replies[0] == 2
-    assert hash_reply(replies[1]) == {b"a": b"1", b"b": "é".encode()}
+    assert read_hash_reply(replies[1]) == {b"a": b"1", b"b": "é".encode()}
     assert replies[2:] == [5, None]
 
 
@@ -122,7 +122,7 @@ async def test_a_hash_reads_as_a_dict_in_both_protocols(
     finally:
         await pool.aclose()
     assert isinstance(reply, dict if protocol == 3 else list)
-    assert hash_reply(reply) == {b"f": b"v", b"g": b"2"}
+    assert read_hash_reply(reply) == {b"f": b"v", b"g": b"2"}
 
 
 async def test_an_error_reply_raises_after_every_reply_is_read(
