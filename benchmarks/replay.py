@@ -24,8 +24,8 @@ from benchmarks.common import TRACES
 from benchmarks.fake_llm import FakeLLM, Seen
 from benchmarks.payloads import load_trace
 from proxy.config import load_settings
-from proxy.server.app import create_app
-from proxy.server.appkeys import ENGINE, LIFECYCLE
+from proxy.server.app import Ports, create_app
+from proxy.server.appkeys import LIFECYCLE
 
 MODELS = {"openai": "gpt-4o", "anthropic": "claude-sonnet-4-5", "none": "gpt-4o"}
 
@@ -97,10 +97,8 @@ async def rig(tmp: Path, *, tenant_toml: str | None, cache_style: str = "openai"
                                           f'cache_style = "{cache_style}"')
         config.write_text(text + tenant_toml)
         settings = load_settings(config, environ={"BENCH_UPSTREAM_KEY": "sk-fake"})
-        app = create_app(settings)
+        app = create_app(settings, Ports(clock=clock) if clock else None)  # simulated time
         async with serving(app) as proxy:
-            if clock is not None:
-                app[ENGINE]._clock = clock  # simulated time for cache TTLs (benchmark only)
             yield Rig(fake, str(proxy.make_url("/v1/chat/completions")), app)
 
 

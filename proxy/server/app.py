@@ -9,6 +9,7 @@ session, the state store, the upstream adapters, the summarizers, the compactor,
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -59,8 +60,13 @@ CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 @dataclass(frozen=True, slots=True)
 class Ports:
+    """What `create_app` takes from outside instead of building it from settings."""
+
     store: StateStore | None = None
     workspace: WorkspaceSource | None = None
+    clock: Callable[[], float] = time.time
+    """The engine's clock: a turn's `now`, the state's `updated_at` (simulated time in tests
+    and benchmarks, where cache TTLs and `when_cache_cold_s` matter)."""
 
 
 def create_app(settings: Settings, ports: Ports | None = None) -> web.Application:
@@ -126,6 +132,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             },
             upstreams=settings.upstreams,
             on_background=on_background,
+            clock=ports.clock,
         )
         app[LIFECYCLE].phase = "serving"
         yield
