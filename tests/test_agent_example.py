@@ -73,18 +73,39 @@ async def proxy(aiohttp_server: Any, tmp_path: Path) -> AsyncIterator[Proxy]:
 
 def bash_call(command: str) -> Reply:
     arguments = json.dumps({"command": command})
-    return Reply(tool_calls=[{"id": "call_1", "type": "function",
-                              "function": {"name": "bash", "arguments": arguments}}])
+    return Reply(
+        tool_calls=[
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": arguments},
+            }
+        ]
+    )
 
 
 def start_agent(proxy: Proxy, cwd: Path) -> Terminal:
-    return Terminal([sys.executable, str(AGENT), "--base-url", proxy.base_url, "--model", "m",
-                     "--api-key", "sk-client", "--session", "pty-test"], cwd=cwd)
+    return Terminal(
+        [
+            sys.executable,
+            str(AGENT),
+            "--base-url",
+            proxy.base_url,
+            "--model",
+            "m",
+            "--api-key",
+            "sk-client",
+            "--session",
+            "pty-test",
+        ],
+        cwd=cwd,
+    )
 
 
 async def test_one_turn_with_a_confirmed_command(proxy: Proxy, tmp_path: Path) -> None:
-    proxy.fake.script.extend([bash_call("echo hello-from-tool"),
-                              Reply(content="The command printed hello-from-tool.")])
+    proxy.fake.script.extend(
+        [bash_call("echo hello-from-tool"), Reply(content="The command printed hello-from-tool.")]
+    )
     term = start_agent(proxy, tmp_path)
 
     def converse() -> int:
@@ -122,4 +143,5 @@ async def test_a_declined_command_is_not_run(proxy: Proxy, tmp_path: Path) -> No
     assert await asyncio.to_thread(converse) == 0
     assert not (tmp_path / "made-by-agent").exists()
     assert proxy.fake.chat[-1].body["messages"][-1]["content"] == (
-        "The user declined to run this command.")
+        "The user declined to run this command."
+    )

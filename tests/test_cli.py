@@ -45,8 +45,13 @@ def test_serve_without_config_answers_and_stops_cleanly_on_sigterm(tmp_path: Pat
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXPROXY_", "OPENAI_"))}
     env["CTXPROXY_PORT"] = str(port)
-    proc = subprocess.Popen([sys.executable, "-m", "proxy", "serve"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         body = _wait_for(f"http://127.0.0.1:{port}/readyz")
         assert b'"store": "ok"' in body

@@ -17,11 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_demo(workdir: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
-               COLUMNS="200")  # a proxy that does not exist: nothing may leave the machine
+    env.update(
+        HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", COLUMNS="200"
+    )  # a proxy that does not exist: nothing may leave the machine
     return subprocess.run(
         [sys.executable, "-m", "proxy", "demo", "--workdir", str(workdir)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

@@ -25,8 +25,11 @@ HISTORY = [user("a"), assistant("b"), user("c"), assistant("d")]
 
 
 def stored(covers: int, history=HISTORY, salt: str = "s") -> StoredCompaction:  # type: ignore[no-untyped-def]
-    return StoredCompaction(prefix_hash=prefix_hash(history, covers, salt=salt), covers=covers,
-                            replacement=(user("summary"),))
+    return StoredCompaction(
+        prefix_hash=prefix_hash(history, covers, salt=salt),
+        covers=covers,
+        replacement=(user("summary"),),
+    )
 
 
 def test_hashes_are_chained_and_key_order_does_not_matter() -> None:

@@ -9,8 +9,13 @@ from tests.factories import system, user
 
 
 def sid(headers: dict[str, str] | None = None, **body: object) -> str:
-    return session_id(tenant="t", headers=headers or {}, body=body,
-                      client_system=[system("S")], history=[user("first")])
+    return session_id(
+        tenant="t",
+        headers=headers or {},
+        body=body,
+        client_system=[system("S")],
+        history=[user("first")],
+    )
 
 
 def test_header_wins_over_everything() -> None:
@@ -34,8 +39,9 @@ def test_ladder_order(headers: dict[str, str], body: dict[str, object], expected
 
 def test_without_any_id_the_session_is_derived_and_stable() -> None:
     assert sid() == sid() == derived_session_id("t", [system("S")], [user("first")])
-    other = session_id(tenant="t2", headers={}, body={}, client_system=[system("S")],
-                       history=[user("first")])
+    other = session_id(
+        tenant="t2", headers={}, body={}, client_system=[system("S")], history=[user("first")]
+    )
     assert other != sid()
 
 

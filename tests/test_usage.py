@@ -8,14 +8,21 @@ from proxy.usage import Usage, is_usage_only_chunk, usage_from, usage_from_body
 
 
 def test_openai_usage_with_cached_tokens() -> None:
-    body = b'{"usage": {"prompt_tokens": 10, "completion_tokens": 2, ' \
-           b'"prompt_tokens_details": {"cached_tokens": 4}}}'
+    body = (
+        b'{"usage": {"prompt_tokens": 10, "completion_tokens": 2, '
+        b'"prompt_tokens_details": {"cached_tokens": 4}}}'
+    )
     assert usage_from_body(body) == Usage(10, 2, 4, 0)
 
 
 def test_anthropic_style_fields_are_read_too() -> None:
-    payload = {"usage": {"prompt_tokens": 10, "cache_read_input_tokens": 6,
-                         "cache_creation_input_tokens": 3}}
+    payload = {
+        "usage": {
+            "prompt_tokens": 10,
+            "cache_read_input_tokens": 6,
+            "cache_creation_input_tokens": 3,
+        }
+    }
     assert usage_from(payload) == Usage(10, 0, 6, 3)
 
 

@@ -85,8 +85,15 @@ async def test_a_connection_that_cannot_open_is_an_upstream_timeout() -> None:
             for whole_call in (False, True):
                 started = time.monotonic()
                 with pytest.raises(UpstreamTimeout):
-                    await open_response(http, "POST", f"http://127.0.0.1:{port}/", headers={},
-                                        data=b"{}", timeouts=timeouts, whole_call=whole_call)
+                    await open_response(
+                        http,
+                        "POST",
+                        f"http://127.0.0.1:{port}/",
+                        headers={},
+                        data=b"{}",
+                        timeouts=timeouts,
+                        whole_call=whole_call,
+                    )
                 assert time.monotonic() - started < 0.3 * 2 + 1
     finally:
         for sock in (listener, *fillers):

@@ -44,8 +44,11 @@ async def test_new_session_loads_empty(store: StateStore) -> None:
 async def test_record_turn_sets_fields_adds_counters_and_decisions(store: StateStore) -> None:
     for _ in range(2):
         await store.record_turn(
-            "t1", "s1", fields={"model": "gpt-4o", "last_prompt_tokens": 900, "updated_at": 5.0},
-            counters={"requests": 1, "chars_pruned": 10}, decisions={"call_1": "cut"},
+            "t1",
+            "s1",
+            fields={"model": "gpt-4o", "last_prompt_tokens": 900, "updated_at": 5.0},
+            counters={"requests": 1, "chars_pruned": 10},
+            decisions={"call_1": "cut"},
         )
     state = await store.load("t1", "s1")
     assert state.fields["model"] == "gpt-4o"
@@ -82,11 +85,17 @@ async def test_lock_has_one_owner_and_fences_a_stale_writer(store: StateStore) -
     token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
     assert token is not None
     assert await store.acquire_lock("t1", "s1", ttl_ms=5_000) is None
-    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
-                                       lock_token="not-the-owner") is False
+    assert (
+        await store.save_compaction(
+            "t1", "s1", compaction(), snapshot_json=b"[]", lock_token="not-the-owner"
+        )
+        is False
+    )
     assert (await store.load("t1", "s1")).compactions == ()
-    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
-                                       lock_token=token) is True
+    assert (
+        await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]", lock_token=token)
+        is True
+    )
     await store.release_lock("t1", "s1", "not-the-owner")
     assert await store.acquire_lock("t1", "s1", ttl_ms=5_000) is None
     await store.release_lock("t1", "s1", token)
@@ -97,16 +106,19 @@ async def test_expired_lock_cannot_save(store: StateStore) -> None:
     token = await store.acquire_lock("t1", "s1", ttl_ms=50)
     assert token is not None
     await asyncio.sleep(0.15)
-    assert await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]",
-                                       lock_token=token) is False
+    assert (
+        await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]", lock_token=token)
+        is False
+    )
 
 
 async def test_saved_compaction_round_trips(store: StateStore) -> None:
     token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
     assert token
     await store.archive("t1", "s1", orjson.dumps([{"role": "user", "content": "hi"}]))
-    assert await store.save_compaction("t1", "s1", compaction("h1", 7), snapshot_json=b"[1]",
-                                       lock_token=token)
+    assert await store.save_compaction(
+        "t1", "s1", compaction("h1", 7), snapshot_json=b"[1]", lock_token=token
+    )
     (loaded,) = (await store.load("t1", "s1")).compactions
     assert loaded == compaction("h1", 7)
     await store.record_turn("t1", "s1", fields={"updated_at": 1.0}, counters={}, decisions={})
@@ -165,18 +177,25 @@ async def test_redis_keys_follow_the_documented_layout_with_ttls(
     redis_server: RedisServer, key_prefix: str
 ) -> None:
     store = RedisStore(redis_server.url, key_prefix=key_prefix, session_ttl_s=1000)
-    await store.record_turn("t1", "s1", fields={"model": "m"}, counters={"requests": 1},
-                            decisions={"c": "x"})
+    await store.record_turn(
+        "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={"c": "x"}
+    )
     await store.archive("t1", "s1", b"[]")
     await store.put_output("t1", "o1", "text")
     await store.emit_event({"kind": "request"})
     raw = aioredis.Redis.from_url(redis_server.url)
     keys = sorted(k.decode() for k in await raw.keys(f"{key_prefix}*"))
-    assert keys == sorted([
-        f"{key_prefix}{{t1:s1}}:state", f"{key_prefix}{{t1:s1}}:decisions",
-        f"{key_prefix}{{t1:s1}}:raw", f"{key_prefix}{{t1}}:output:o1",
-        f"{key_prefix}{{t1}}:sessions", f"{key_prefix}tenants", f"{key_prefix}events",
-    ])
+    assert keys == sorted(
+        [
+            f"{key_prefix}{{t1:s1}}:state",
+            f"{key_prefix}{{t1:s1}}:decisions",
+            f"{key_prefix}{{t1:s1}}:raw",
+            f"{key_prefix}{{t1}}:output:o1",
+            f"{key_prefix}{{t1}}:sessions",
+            f"{key_prefix}tenants",
+            f"{key_prefix}events",
+        ]
+    )
     for key in keys:
         assert 0 < await raw.ttl(key) <= 1000, key
     assert (await raw.hgetall(f"{key_prefix}{{t1:s1}}:state"))[b"requests"] == b"1"

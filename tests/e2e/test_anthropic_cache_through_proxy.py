@@ -149,8 +149,10 @@ async def test_a_client_one_hour_marker_in_the_history_makes_ours_before_it_one_
     proxy = await make_anthropic_proxy(tenant_extra=LOW_MINIMUM)
     long_question = "Explain the design of the parser in detail. " * 60
     one_hour = {"type": "ephemeral", "ttl": "1h"}
-    asked = {"role": "user", "content": [
-        {"type": "text", "text": long_question, "cache_control": one_hour}]}
+    asked = {
+        "role": "user",
+        "content": [{"type": "text", "text": long_question, "cache_control": one_hour}],
+    }
     async with proxy.client() as client:
         await client.chat.completions.create(model=MODEL, messages=[asked])  # type: ignore[list-item]
     sent = proxy.fake.received[-1].body

@@ -21,7 +21,9 @@ async def test_an_ablated_proxy_still_answers_json_and_streams(
         async with proxy.client() as client:
             answer = await client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
             stream = await client.chat.completions.create(
-                model="m", messages=messages, stream=True  # type: ignore[arg-type]
+                model="m",
+                messages=messages,
+                stream=True,  # type: ignore[arg-type]
             )
             chunks = [chunk async for chunk in stream]
         assert answer.choices[0].message.content

@@ -52,8 +52,14 @@ def test_check_nesting_accepts_a_wide_shallow_body() -> None:
 
 
 def test_check_nesting_says_whether_some_object_has_a_cache_control_key() -> None:
-    marked = {"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]}
+    marked = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+            }
+        ]
+    }
     assert check_nesting(marked) is True
     assert check_nesting({"tools": [{"cache_control": None}], "messages": []}) is True
     plain = {"messages": [{"role": "user", "content": "cache_control"}], "cache": ["cache_control"]}
@@ -102,16 +108,23 @@ def test_known_tools_keep_the_most_recently_used() -> None:
 _LEAVES = st.one_of(st.none(), st.integers(), st.text(max_size=3))
 _VALUES = st.recursive(
     _LEAVES,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["cache_control", "content", "x"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["cache_control", "content", "x"]), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.lists(_VALUES, max_size=3), st.lists(_VALUES, max_size=3)),
-                min_size=1, max_size=6),
-       st.integers(2, 7))
+@given(
+    st.lists(
+        st.tuples(st.lists(_VALUES, max_size=3), st.lists(_VALUES, max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(2, 7),
+)
 def test_scanning_with_known_tools_answers_like_walking_each_body(
     requests: list[tuple[list[Any], list[Any]]], limit: int
 ) -> None:

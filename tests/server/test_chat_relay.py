@@ -176,13 +176,21 @@ async def _sessions(proxy: Proxy) -> list[dict[str, str]]:
 async def test_a_session_without_a_named_id_gets_the_derived_one_every_turn(proxy: Proxy) -> None:
     rules = {"role": "system", "content": "Project rules. " * 200}
     first = {"role": "user", "content": "Fix the parser."}
-    turns = [[rules, first], [rules, first, {"role": "assistant", "content": "Done."},
-                              {"role": "user", "content": "Now the tests."}]]
+    turns = [
+        [rules, first],
+        [
+            rules,
+            first,
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Now the tests."},
+        ],
+    ]
     seen = []
     async with proxy.client() as client:
         for messages in turns * 2:
             raw = await client.chat.completions.with_raw_response.create(
-                model="m", messages=messages  # type: ignore[arg-type]
+                model="m",
+                messages=messages,  # type: ignore[arg-type]
             )
             seen.append(raw.headers["x-ctx-session"])
         other = await client.chat.completions.with_raw_response.create(

@@ -14,7 +14,8 @@ from tests.server.harness import Proxy
 async def test_list_and_show_through_a_running_proxy(proxy: Proxy) -> None:
     async with proxy.client() as client:
         raw = await client.chat.completions.with_raw_response.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+        )
     await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
     session = raw.headers["x-ctx-session"]
     source = HttpSource(str(proxy.server.make_url("/v1")), key="sk-client")

@@ -27,28 +27,53 @@ CONTENT = "MY-PRIVATE-CONTENT"
 
 
 def trace_of(*reports: StageReport, prepare_s: float, upstream_s: float) -> Trace:
-    prepared = Prepared(turn=Turn("t", "s", "m", now=0.0), body={"messages": []},
-                        reports=reports, lineage="", threshold=0, covers=0,
-                        tally=tally(reports))
-    return Trace(tenant="t", session="s", model="m", stream=False, status=200, prepared=prepared,
-                 relayed=Relayed(usage=None, completed=True), messages_in=1,
-                 prepare_s=prepare_s, upstream_s=upstream_s, store_degraded=False)
+    prepared = Prepared(
+        turn=Turn("t", "s", "m", now=0.0),
+        body={"messages": []},
+        reports=reports,
+        lineage="",
+        threshold=0,
+        covers=0,
+        tally=tally(reports),
+    )
+    return Trace(
+        tenant="t",
+        session="s",
+        model="m",
+        stream=False,
+        status=200,
+        prepared=prepared,
+        relayed=Relayed(usage=None, completed=True),
+        messages_in=1,
+        prepare_s=prepare_s,
+        upstream_s=upstream_s,
+        store_degraded=False,
+    )
 
 
 def test_request_event_rounds_timings_to_a_tenth_of_a_millisecond() -> None:
     event = request_event(trace_of(prepare_s=0.00004999, upstream_s=1.23456), now=1.5)
     assert (event["prepare_ms"], event["upstream_ms"], event["latency_ms"]) == (
-        "0.0", "1234.6", "1234.6")
+        "0.0",
+        "1234.6",
+        "1234.6",
+    )
     assert event["ts"] == "1.500"
 
 
 def test_stage_summary_leaves_zero_counters_out_and_names_a_skipped_stage() -> None:
-    trace = trace_of(StageReport("prune", {"chars_pruned": 0, "pruned": 2}),
-                     StageReport("cache", {"breakpoints": 0}),
-                     StageReport("budgets", {"persisted": 1}, skipped="KeyError"),
-                     prepare_s=0.0, upstream_s=0.0)
+    trace = trace_of(
+        StageReport("prune", {"chars_pruned": 0, "pruned": 2}),
+        StageReport("cache", {"breakpoints": 0}),
+        StageReport("budgets", {"persisted": 1}, skipped="KeyError"),
+        prepare_s=0.0,
+        upstream_s=0.0,
+    )
     assert orjson.loads(request_event(trace, now=0.0)["stages"]) == {
-        "prune": {"pruned": 2}, "cache": {}, "budgets": {"persisted": 1, "skipped": "KeyError"}}
+        "prune": {"pruned": 2},
+        "cache": {},
+        "budgets": {"persisted": 1, "skipped": "KeyError"},
+    }
 
 
 async def settle(proxy: Proxy) -> None:
@@ -70,14 +95,19 @@ async def test_one_request_event_with_tokens_stages_and_latency(
     proxy.fake.default = Reply(prompt_tokens=900, cached_tokens=512, completion_tokens=12)
     async with proxy.client() as client:
         await client.chat.completions.create(
-            model="gpt-4o", messages=tool_history([755, 50, 50]),
-            extra_headers={"X-Ctx-Session": "s-1"})
+            model="gpt-4o",
+            messages=tool_history([755, 50, 50]),
+            extra_headers={"X-Ctx-Session": "s-1"},
+        )
     await settle(proxy)
     [event] = await events_of(redis_server, key_prefix)
     assert event["kind"] == "request" and event["tenant"] == "default"
     assert event["session"] == "s-1" and event["model"] == "gpt-4o"
     assert (event["prompt_tokens"], event["cached_tokens"], event["completion_tokens"]) == (
-        "900", "512", "12")
+        "900",
+        "512",
+        "12",
+    )
     assert event["status"] == "200" and event["outcome"] == "ok" and event["store"] == "ok"
     stages = orjson.loads(event["stages"])
     assert stages["prune"]["chars_pruned"] == 755 - 235 and stages["prune"]["pruned"] == 1
@@ -95,8 +125,9 @@ async def test_one_request_event_with_tokens_stages_and_latency(
 async def test_a_compaction_emits_its_own_event(
     make_proxy: MakeProxy, redis_server: RedisServer, key_prefix: str
 ) -> None:
-    proxy = await make_proxy(store_url=redis_server.url, key_prefix=key_prefix,
-                             tenant_extra=COMPACT_AT_100)
+    proxy = await make_proxy(
+        store_url=redis_server.url, key_prefix=key_prefix, tenant_extra=COMPACT_AT_100
+    )
     history = tool_history([50] * 4)
     async with proxy.client() as client:
         await client.chat.completions.create(model="m", messages=history)
@@ -119,18 +150,22 @@ async def test_store_outage_never_fails_the_request(make_proxy: MakeProxy) -> No
     proxy = await make_proxy(store_url="redis://127.0.0.1:1/0")
     async with proxy.client() as client:
         done = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}])
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
     await settle(proxy)
     assert done.choices[0].message.content
 
 
 async def test_events_and_logs_never_carry_content_or_keys(
-    make_proxy: MakeProxy, redis_server: RedisServer, key_prefix: str,
+    make_proxy: MakeProxy,
+    redis_server: RedisServer,
+    key_prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    proxy = await make_proxy(store_url=redis_server.url, key_prefix=key_prefix,
-                             tenant_extra=COMPACT_AT_100)
+    proxy = await make_proxy(
+        store_url=redis_server.url, key_prefix=key_prefix, tenant_extra=COMPACT_AT_100
+    )
     proxy.fake.summary_text = "<analysis>x</analysis>"  # a failed compaction logs too
     history = tool_history([400] * 4, question=CONTENT)
     async with proxy.client(api_key=SECRET) as client:

@@ -27,12 +27,30 @@ def trace_of(
     bytes_out: int = 0,
     compaction: CompactionOutcome | None = None,
 ) -> Trace:
-    prepared = Prepared(turn=Turn("t", "s", "m", now=0.0), body={"messages": []},
-                        reports=reports, lineage="", threshold=0, covers=0,
-                        tally=tally(reports), compaction=compaction)
-    return Trace(tenant="t", session="s", model="m", stream=False, status=200, prepared=prepared,
-                 relayed=Relayed(usage=usage, completed=True), messages_in=9, prepare_s=0.0,
-                 upstream_s=0.0, store_degraded=False, bytes_out=bytes_out)
+    prepared = Prepared(
+        turn=Turn("t", "s", "m", now=0.0),
+        body={"messages": []},
+        reports=reports,
+        lineage="",
+        threshold=0,
+        covers=0,
+        tally=tally(reports),
+        compaction=compaction,
+    )
+    return Trace(
+        tenant="t",
+        session="s",
+        model="m",
+        stream=False,
+        status=200,
+        prepared=prepared,
+        relayed=Relayed(usage=usage, completed=True),
+        messages_in=9,
+        prepare_s=0.0,
+        upstream_s=0.0,
+        store_degraded=False,
+        bytes_out=bytes_out,
+    )
 
 
 def test_tokens_walk_back_from_the_upstreams_count_through_each_stages_characters() -> None:
@@ -46,22 +64,27 @@ def test_without_usage_the_body_sent_is_the_anchor() -> None:
 
 
 def test_stages_that_changed_nothing_give_no_tokens() -> None:
-    assert stage_tokens(trace_of(StageReport("prune", {"chars_pruned": 0}), StageReport("cache"),
-                                 usage=Usage(prompt_tokens=50))) == {}
+    assert (
+        stage_tokens(
+            trace_of(
+                StageReport("prune", {"chars_pruned": 0}),
+                StageReport("cache"),
+                usage=Usage(prompt_tokens=50),
+            )
+        )
+        == {}
+    )
 
 
-def test_a_compaction_during_the_request_comes_after_pruning_and_counts_beyond_the_applied_one(
-) -> None:
+def test_compaction_in_the_request_follows_pruning_and_counts_beyond_the_applied_one() -> None:
     stored = StoredCompaction(prefix_hash="h", covers=6, replacement=(), saved_chars=30_000)
-    outcome = CompactionOutcome(status="done", reason="compacted", messages=(),
-                                compaction=stored)
+    outcome = CompactionOutcome(status="done", reason="compacted", messages=(), compaction=stored)
     reports = (
         StageReport("compact", {"applied": 1, "chars_removed": 10_000}),
         StageReport("prune", {"chars_pruned": 400}),
         StageReport("bootstrap", {"static_chars": 400}),
     )
-    tokens = stage_tokens(trace_of(*reports, usage=Usage(prompt_tokens=2000),
-                                   compaction=outcome))
+    tokens = stage_tokens(trace_of(*reports, usage=Usage(prompt_tokens=2000), compaction=outcome))
     assert list(tokens) == ["compact", "prune", "compaction", "bootstrap"]
     assert tokens["bootstrap"] == (1900, 2000)
     assert tokens["compaction"] == (6900, 1900)  # 20,000 characters beyond the applied summary
