@@ -31,7 +31,8 @@ OPEN_FLAGS = (
 
 
 def resolve_inside(root: Path, relative: str) -> Path | None:
-    """`root/relative` with every symlink resolved, or None when it would leave `root`.
+    """`root/relative` with every symlink resolved, or None unless that lies strictly below
+    `root` (a link back to `root` itself is refused too).
 
     Refuses absolute names, empty, `.` and `..` components and a NUL byte outright.
     """
@@ -62,12 +63,14 @@ def resolve_below(base: str, relative: str) -> str | None:
 
 
 def valid_session(session: str) -> bool:
+    """Whether `session` may name a session layer's directory: one safe path component."""
     return session not in (".", "..") and SESSION_ID.fullmatch(session) is not None
 
 
 def find_session_root(workspace: Path | None, session: str) -> Path | None:
-    """The session layer's directory, if it exists inside the workspace."""
-    if workspace is None:
+    """The session layer's directory, if `session` is a valid id and the directory exists
+    inside the workspace."""
+    if workspace is None or not valid_session(session):
         return None
     root = resolve_inside(workspace, f"{SESSIONS_DIR}/{session}")
     return root if root is not None and root.is_dir() else None

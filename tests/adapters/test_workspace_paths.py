@@ -177,3 +177,12 @@ def test_open_flags_never_block_on_a_fifo(dirs: tuple[Path, Path]) -> None:
     fd = os.open(workspace / "soul.md", OPEN_FLAGS)  # no writer: a blocking open would hang
     os.close(fd)
     assert OPEN_FLAGS & os.O_ACCMODE == os.O_RDONLY
+
+
+def test_find_session_root_refuses_an_id_that_is_not_one_safe_component(
+    dirs: tuple[Path, Path],
+) -> None:
+    workspace, _ = dirs
+    (workspace / "sessions" / "a" / "b").mkdir(parents=True)
+    assert find_session_root(workspace, "a") is not None
+    assert find_session_root(workspace, "a/b") is None
