@@ -29,12 +29,11 @@ from proxy.adapters.workspace_paths import (
     ALLOWED_FILES,
     OPEN_FLAGS,
     resolve_below,
-    resolve_inside,
     valid_session,
 )
 from proxy.types import WorkspaceView
 
-__all__ = ["FileWorkspace", "resolve_inside"]
+__all__ = ["FileWorkspace"]
 
 _Stamp = tuple[int, int, int]
 
