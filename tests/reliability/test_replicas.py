@@ -94,3 +94,23 @@ async def test_a_failing_archive_write_forwards_the_request_uncompacted(
         assert fake.chat[-1].body["messages"][1]["content"] == "z" * 3_000_000
     finally:
         small.stop()
+
+
+async def test_replicas_count_one_session_together_and_its_hash_keeps_every_field(
+    make_rig: MakeRig, own_redis: RedisServer, key_prefix: str
+) -> None:
+    shared = {"store_url": own_redis.url, "key_prefix": key_prefix}
+    replicas = [await make_rig(**shared), await make_rig(**shared)]
+    messages = history(2)
+    async with aiohttp.ClientSession() as http:
+        for index in range(3):
+            assert await _send(http, replicas[index % 2], messages) == 200
+            await replicas[index % 2].settled()
+    redis: Any = aioredis.Redis.from_url(own_redis.url, decode_responses=True)
+    try:
+        state = await redis.hgetall(Keys(key_prefix).session("default", SESSION, "state"))
+    finally:
+        await redis.aclose()
+    assert state["requests"] == "3"
+    assert state["compactions"] == "0" and state["chars_pruned"] == "0"  # written once, kept
+    assert {"tenant", "session", "model", "last_prompt_tokens", "updated_at"} <= set(state)
