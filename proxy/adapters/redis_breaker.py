@@ -1,4 +1,4 @@
-"""The Redis store's circuit breaker and per-operation timeout.
+"""The Redis store's circuit breaker, per-operation timeout and bound on operations at once.
 
 `call(op)` bounds one operation as a whole by `op_timeout_s` (a frozen server accepts connections
 and never answers). Any Redis failure raises `StoreUnavailable` and opens the breaker for
@@ -6,6 +6,10 @@ and never answers). Any Redis failure raises `StoreUnavailable` and opens the br
 elapsed, one call (the probe) tries Redis while the others still fail at once; a probe that
 succeeds closes the breaker, so state features resume by themselves and a dead server costs one
 timeout per breaker period, not one per request in flight.
+
+At most `max_concurrent` operations run at once (each holds one pooled connection); the others
+wait for a slot within their own timeout. Without the bound, a burst of more operations than
+the pool has connections failed at once (`MaxConnectionsError`) and opened the breaker.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ T = TypeVar("T")
 
 
 class Breaker:
-    def __init__(self, *, op_timeout_s: float, breaker_s: float) -> None:
+    def __init__(self, *, op_timeout_s: float, breaker_s: float, max_concurrent: int) -> None:
         self._op_timeout_s = op_timeout_s
+        self._slots = asyncio.Semaphore(max_concurrent)
         self._breaker_s = breaker_s
         self._open_until = 0.0
         self._probing = False
@@ -42,7 +47,7 @@ class Breaker:
         probe = self._open_until > 0.0
         self._probing = probe
         try:
-            async with asyncio.timeout(self._op_timeout_s):
+            async with asyncio.timeout(self._op_timeout_s), self._slots:
                 result = await op()
         except (RedisError, OSError, TimeoutError) as exc:
             self._open_until = time.monotonic() + self._breaker_s

@@ -29,6 +29,8 @@ from proxy.adapters.redis_pool import Command, open_pool, read_hash_reply, run_p
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, SessionState
 
+MAX_CONNECTIONS = 64
+"""Connections to Redis per process; as many store operations run at once, the rest queue."""
 SESSION_HASHES = ("state", "decisions", "compactions")
 """The hashes a session's turn is loaded from, in `load`'s order."""
 
@@ -55,13 +57,15 @@ class RedisStore(CompactionWrites):
             url,
             socket_timeout=None,
             socket_connect_timeout=op_timeout_s,
-            max_connections=64,
+            max_connections=MAX_CONNECTIONS,
             retry_on_timeout=False,
         )
         self._redis: Any = aioredis.Redis.from_pool(self._pool)
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
-        self._breaker = Breaker(op_timeout_s=op_timeout_s, breaker_s=breaker_s)
+        self._breaker = Breaker(
+            op_timeout_s=op_timeout_s, breaker_s=breaker_s, max_concurrent=MAX_CONNECTIONS
+        )
         self._events_max = events_max
         self._archive_max = archive_max
         self._fenced_save = self._redis.register_script(FENCED_SAVE)

@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from proxy.adapters.memory_state import MemoryStore
-from proxy.adapters.redis_state import RedisStore
+from proxy.adapters.redis_state import MAX_CONNECTIONS, RedisStore
 from proxy.errors import StoreUnavailable
 from proxy.ports import StateStore
 from proxy.types import StoredCompaction
@@ -240,3 +240,19 @@ async def test_a_reply_cut_by_the_timeout_is_never_read_as_the_next_ones() -> No
         await admin.aclose()
         await store.close()
         server.stop()
+
+
+async def test_more_operations_at_once_than_connections_queue_instead_of_failing(
+    redis_server: RedisServer, key_prefix: str
+) -> None:
+    """A burst wider than the pool (MAX_CONNECTIONS) waits for connections: before the bound,
+    the 65th operation failed with MaxConnectionsError and opened the breaker for the rest."""
+    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    try:
+        states = await asyncio.gather(
+            *(store.load("t1", f"s{index}") for index in range(3 * MAX_CONNECTIONS))
+        )
+        assert [state.fields for state in states] == [{}] * (3 * MAX_CONNECTIONS)
+        assert not store.degraded
+    finally:
+        await store.close()
