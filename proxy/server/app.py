@@ -112,7 +112,12 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
         store = ports.store or make_store(settings)
         http = aiohttp.ClientSession(
-            auto_decompress=True, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+            # No cap on connections (aiohttp's default is 100): each request in flight holds
+            # one, and a stream holds it for minutes; the 101st must not wait for the first.
+            connector=aiohttp.TCPConnector(limit=0),
+            auto_decompress=True,
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         app[HTTP] = http
         services = app[SERVICES]
