@@ -1,5 +1,6 @@
 """More requests in flight than any client pool's default: all of them reach the upstream at
-once, as long-lived streams do (aiohttp caps a session at 100 connections unless told not to)."""
+once, as long-lived streams do (aiohttp caps a session at 100 connections unless told not to),
+and with Redis every one keeps its session state (the store's pool holds 64 connections)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import asyncio
 import aiohttp
 from aiohttp import web
 
+from proxy.server.appkeys import ENGINE
+from tests.redis_server import RedisServer
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import auth, chat
 
@@ -30,6 +33,10 @@ class Gate:
         self.waiting = 0
         self.all_in = asyncio.Event()
 
+    def reset(self) -> None:
+        self.waiting = 0
+        self.all_in = asyncio.Event()
+
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self.chat)
@@ -47,6 +54,18 @@ class Gate:
         return web.json_response(ANSWER)
 
 
+async def send_all(http: aiohttp.ClientSession, url: str) -> list[tuple[int, str | None]]:
+    """`IN_FLIGHT` requests at once, one session each: (status, `X-Ctx-Store`) of each."""
+
+    async def send(index: int) -> tuple[int, str | None]:
+        headers = {**auth(), "X-Ctx-Session": f"s{index}"}
+        async with http.post(url, json=chat(), headers=headers) as response:
+            await response.read()
+            return response.status, response.headers.get("X-Ctx-Store")
+
+    return await asyncio.gather(*(send(index) for index in range(IN_FLIGHT)))
+
+
 async def test_a_hundred_and_fifty_requests_in_flight_all_reach_the_upstream(
     make_rig: MakeRig,
 ) -> None:
@@ -54,14 +73,22 @@ async def test_a_hundred_and_fifty_requests_in_flight_all_reach_the_upstream(
     rig = await make_rig(upstream_app=gate.app())
     connector = aiohttp.TCPConnector(limit=0)  # the test's own client must not cap them either
     async with aiohttp.ClientSession(connector=connector) as http:
-
-        async def send(index: int) -> int:
-            headers = {**auth(), "X-Ctx-Session": f"s{index}"}
-            url = rig.url("/v1/chat/completions")
-            async with http.post(url, json=chat(), headers=headers) as response:
-                await response.read()
-                return response.status
-
-        statuses = await asyncio.gather(*(send(index) for index in range(IN_FLIGHT)))
-    assert statuses == [200] * IN_FLIGHT
+        answers = await send_all(http, rig.url("/v1/chat/completions"))
+    assert answers == [(200, None)] * IN_FLIGHT
     assert gate.waiting == IN_FLIGHT
+
+
+async def test_with_redis_every_request_in_flight_keeps_its_session_state(
+    make_rig: MakeRig, own_redis: RedisServer, key_prefix: str
+) -> None:
+    gate = Gate()
+    rig = await make_rig(upstream_app=gate.app(), store_url=own_redis.url, key_prefix=key_prefix)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        for _ in range(2):  # the second round loads what the first recorded, all at once
+            assert (
+                await send_all(http, rig.url("/v1/chat/completions")) == [(200, None)] * IN_FLIGHT
+            )
+            await rig.settled()
+            gate.reset()
+    sessions = await rig.app[ENGINE].store.list_sessions("default", limit=1000)
+    assert sorted(int(row["requests"]) for row in sessions) == [2] * IN_FLIGHT
