@@ -2,9 +2,10 @@
 
 Same contract as the Redis store, for one process. Archives and snapshots go to files in the
 tenant's workspace (`sessions/raw.jsonl`, `sessions/ctx-<session>.json`) when a workspace is
-known, so a user without Redis can still read what was compacted. Expired sessions are dropped
-lazily; events are a bounded in-process ring. Beside it in `proxy.adapters`: `archive_files`
-(those files), `memory_session` (a session's record and its views), `event_ring` (the ring).
+known, so a user without Redis can still read what was compacted. Beside it in
+`proxy.adapters`: `session_table` (sessions, their expiry and a sweep once a minute),
+`memory_outputs` (persisted outputs within a size budget), `archive_files` (those files),
+`memory_session` (a session's record and its views), `event_ring` (the bounded event ring).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 
 from proxy.adapters.archive_files import ArchiveFiles
 from proxy.adapters.event_ring import EventRing
+from proxy.adapters.memory_outputs import MAX_CHARS, MemoryOutputs
 from proxy.adapters.memory_session import SessionEntry, describe_session, list_recent
+from proxy.adapters.session_table import SessionTable
 from proxy.types import JSON, SessionState, StoredCompaction
 
 
@@ -30,28 +33,19 @@ class MemoryStore:
         events_max: int = 10_000,
         archive_dir_for: Callable[[str], Path | None] = lambda tenant: None,
         clock: Callable[[], float] = time.time,
+        max_output_chars: int = MAX_CHARS,
     ) -> None:
-        self._ttl = session_ttl_s
         self._clock = clock
         self._files = ArchiveFiles(archive_dir_for)
-        self._sessions: dict[tuple[str, str], SessionEntry] = {}
-        self._outputs: dict[tuple[str, str], tuple[str, float]] = {}
+        self._sessions = SessionTable(ttl_s=session_ttl_s, now=clock())
+        self._outputs = MemoryOutputs(ttl_s=session_ttl_s, max_chars=max_output_chars)
         self._ring = EventRing(maxlen=events_max)
 
     async def ping(self) -> bool:
         return True
 
     def _live(self, tenant: str, session: str, *, create: bool) -> SessionEntry | None:
-        now = self._clock()
-        entry = self._sessions.get((tenant, session))
-        if entry is not None and entry.expires_at <= now:
-            del self._sessions[(tenant, session)]
-            entry = None
-        if entry is None and create:
-            entry = self._sessions[(tenant, session)] = SessionEntry()
-        if entry is not None and create:
-            entry.expires_at = now + self._ttl
-        return entry
+        return self._sessions.live(tenant, session, now=self._clock(), create=create)
 
     async def load(self, tenant: str, session: str) -> SessionState:
         entry = self._live(tenant, session, create=False)
@@ -128,14 +122,21 @@ class MemoryStore:
         if entry is not None and entry.lock is not None and entry.lock[0] == token:
             entry.lock = None
 
+    @property
+    def sessions_held(self) -> int:
+        """Sessions in memory, expired ones not yet dropped included."""
+        return len(self._sessions.entries)
+
+    @property
+    def output_chars_held(self) -> int:
+        """Characters of persisted output text in memory."""
+        return self._outputs.chars
+
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
-        self._outputs[(tenant, output_id)] = (text, self._clock() + self._ttl)
+        self._outputs.put(tenant, output_id, text, now=self._clock())
 
     async def get_output(self, tenant: str, output_id: str) -> str | None:
-        found = self._outputs.get((tenant, output_id))
-        if found is None or found[1] <= self._clock():
-            return None
-        return found[0]
+        return self._outputs.get(tenant, output_id, now=self._clock())
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         ring = self._ring  # appended here, not through a call: this runs on every request
@@ -151,7 +152,7 @@ class MemoryStore:
         return await self._ring.read(last_id, block_ms=block_ms, count=count)
 
     async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
-        return list_recent(self._sessions, tenant, limit=limit, now=self._clock())
+        return list_recent(self._sessions.entries, tenant, limit=limit, now=self._clock())
 
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
         entry = self._live(tenant, session, create=False)

@@ -256,3 +256,31 @@ async def test_more_operations_at_once_than_connections_queue_instead_of_failing
         assert not store.degraded
     finally:
         await store.close()
+
+
+async def test_the_embedded_store_sweeps_sessions_nobody_touches_again() -> None:
+    now = [0.0]
+    store = MemoryStore(session_ttl_s=100, clock=lambda: now[0])
+    for index in range(50):
+        await store.record_turn(
+            "t1", f"s{index}", fields={}, counters={"requests": 1}, decisions={}
+        )
+    assert store.sessions_held == 50
+    now[0] = 30.0
+    await store.record_turn("t1", "late", fields={}, counters={"requests": 1}, decisions={})
+    now[0] = 120.0  # the first fifty expired at 100; a sweep runs at most once a minute
+    await store.record_turn("t1", "new", fields={}, counters={"requests": 1}, decisions={})
+    assert store.sessions_held == 2
+    assert sorted(row["session"] for row in await store.list_sessions("t1", limit=10)) == [
+        "late",
+        "new",
+    ]
+
+
+async def test_the_embedded_store_holds_outputs_within_its_budget() -> None:
+    store = MemoryStore(max_output_chars=1_000)
+    for index in range(10):
+        await store.put_output("t1", f"o{index}", str(index) * 300)
+    assert store.output_chars_held <= 1_000
+    assert await store.get_output("t1", "o0") is None
+    assert await store.get_output("t1", "o9") == "9" * 300
