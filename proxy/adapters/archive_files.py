@@ -3,6 +3,10 @@ what was compacted: `raw.jsonl` gets one line `{"session", "id", "messages"}` pe
 transcript, and `ctx-<session>.json` holds a session's latest snapshot (replaced whole, through
 a `.tmp` file). Files are written in a worker thread, creating the folder if needed; with no
 folder for the tenant (`dir_for(tenant)` is None) nothing is written.
+
+`raw.jsonl` only grows (each compaction appends a whole history), so once a line would take it
+past `raw_max_bytes` it becomes `raw.jsonl.1` (replacing the one before) and a new file starts:
+at most about twice the limit on disk, the newest transcripts in `raw.jsonl`.
 """
 
 from __future__ import annotations
@@ -13,14 +17,19 @@ from pathlib import Path
 
 import orjson
 
+RAW_MAX_BYTES = 256 * 1024 * 1024
+
 
 class ArchiveFiles:
     """Writes to the folder `dir_for(tenant)` names, if any."""
 
-    __slots__ = ("_dir_for",)
+    __slots__ = ("_dir_for", "_raw_max_bytes")
 
-    def __init__(self, dir_for: Callable[[str], Path | None]) -> None:
+    def __init__(
+        self, dir_for: Callable[[str], Path | None], *, raw_max_bytes: int = RAW_MAX_BYTES
+    ) -> None:
         self._dir_for = dir_for
+        self._raw_max_bytes = raw_max_bytes
 
     async def append_transcript(
         self, tenant: str, session: str, entry_id: str, messages_json: bytes
@@ -28,7 +37,8 @@ class ArchiveFiles:
         folder = self._dir_for(tenant)
         if folder is not None:
             line = orjson.dumps({"session": session, "id": entry_id})[:-1] + b',"messages":'
-            await asyncio.to_thread(_append, folder / "raw.jsonl", line + messages_json + b"}\n")
+            data = line + messages_json + b"}\n"
+            await asyncio.to_thread(_append, folder / "raw.jsonl", data, self._raw_max_bytes)
 
     async def write_snapshot(self, tenant: str, session: str, snapshot_json: bytes) -> None:
         folder = self._dir_for(tenant)
@@ -36,8 +46,13 @@ class ArchiveFiles:
             await asyncio.to_thread(_write, folder / f"ctx-{session}.json", snapshot_json)
 
 
-def _append(path: Path, data: bytes) -> None:
+def _append(path: Path, data: bytes, max_bytes: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size + len(data) > max_bytes:
+            path.replace(path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass  # the first line
     with path.open("ab") as handle:
         handle.write(data)
 

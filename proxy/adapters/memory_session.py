@@ -18,7 +18,8 @@ class SessionEntry:
     """Fields as written (numbers stay numbers: no text round trip per request)."""
     decisions: dict[str, str] = field(default_factory=dict)
     compactions: dict[str, StoredCompaction] = field(default_factory=dict)
-    archive: list[tuple[str, bytes]] = field(default_factory=list)
+    archived: int = 0
+    """Transcripts archived: their text goes to the workspace's `raw.jsonl`, never kept here."""
     snapshot: bytes = b""
     lock: tuple[str, float] | None = None
     expires_at: float = 0.0
@@ -56,7 +57,7 @@ def describe_session(entry: SessionEntry) -> JSON:
             }
             for c in entry.compactions.values()
         ],
-        "archive_entries": len(entry.archive),
+        "archive_entries": entry.archived,
         "snapshot_bytes": len(entry.snapshot),
     }
 

@@ -82,9 +82,9 @@ class MemoryStore:
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         entry = self._live(tenant, session, create=True)
         assert entry is not None
-        entry_id = f"{int(self._clock() * 1000)}-{len(entry.archive)}"
+        entry_id = f"{int(self._clock() * 1000)}-{entry.archived}"
         await self._files.append_transcript(tenant, session, entry_id, messages_json)
-        entry.archive.append((entry_id, messages_json))
+        entry.archived += 1
         return entry_id
 
     async def save_compaction(

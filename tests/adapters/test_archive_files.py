@@ -72,3 +72,14 @@ async def test_a_tenant_without_a_folder_gets_no_files(tmp_path: Path) -> None:
     await files.append_transcript("other", "s1", "1-0", b"[]")
     await files.write_snapshot("other", "s1", b"[]")
     assert files_under(tmp_path) == []
+
+
+async def test_raw_jsonl_rolls_over_to_raw_jsonl_1_past_its_limit(tmp_path: Path) -> None:
+    files = ArchiveFiles(lambda tenant: tmp_path, raw_max_bytes=250)
+    history = orjson.dumps([{"role": "user", "content": "x" * 50}])  # a line of 120 bytes
+    for index in range(5):
+        await files.append_transcript("t", "s1", f"{index}-0", history)
+    current, previous = tmp_path / "raw.jsonl", tmp_path / "raw.jsonl.1"
+    assert [line["id"] for line in lines_of(current)] == ["4-0"]
+    assert [line["id"] for line in lines_of(previous)] == ["2-0", "3-0"]
+    assert current.stat().st_size <= 250 and previous.stat().st_size <= 250

@@ -78,7 +78,7 @@ def test_describe_session_shows_state_as_text_compactions_in_full_and_sizes() ->
         state={"requests": 2, "model": "gpt-4o"},
         decisions={"c1": "cut"},
         compactions={"abc": compaction},
-        archive=[("9-0", b"[1]"), ("9-1", b"[2]")],
+        archived=2,
         snapshot=b"[1,2,3]",
     )
     before = copy.deepcopy(session)
