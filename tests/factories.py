@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from proxy.compaction_job import CompactionOutcome
 from proxy.pipeline import draft_from_body
-from proxy.types import Draft, Message, SessionState, Turn, WorkspaceView
+from proxy.prepared import Prepared
+from proxy.server.observe import Trace
+from proxy.server.relay import Relayed
+from proxy.tally import tally
+from proxy.types import Draft, Message, SessionState, StageReport, Turn, WorkspaceView
+from proxy.usage import Usage
 
 
 def system(text: str) -> Message:
@@ -60,4 +66,41 @@ def turn(
         state=state or SessionState(),
         workspace=workspace or WorkspaceView(),
         **kw,
+    )
+
+
+def make_trace(
+    *reports: StageReport,
+    tenant: str = "t",
+    usage: Usage | None = None,
+    prepare_s: float = 0.0,
+    upstream_s: float = 0.0,
+    bytes_out: int = 0,
+    compaction: CompactionOutcome | None = None,
+) -> Trace:
+    """The trace of one answered, non-streamed request of session `s` whose stages reported
+    `reports` (for the events, metrics and token estimates built from it)."""
+    prepared = Prepared(
+        turn=Turn(tenant, "s", "m", now=0.0),
+        body={"messages": []},
+        reports=reports,
+        lineage="",
+        threshold=0,
+        covers=0,
+        tally=tally(reports),
+        compaction=compaction,
+    )
+    return Trace(
+        tenant=tenant,
+        session="s",
+        model="m",
+        stream=False,
+        status=200,
+        prepared=prepared,
+        relayed=Relayed(usage=usage, completed=True),
+        messages_in=1,
+        prepare_s=prepare_s,
+        upstream_s=upstream_s,
+        store_degraded=False,
+        bytes_out=bytes_out,
     )

@@ -9,13 +9,10 @@ import orjson
 import pytest
 
 from proxy.adapters.redis_state import RedisStore
-from proxy.prepared import Prepared
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.events import request_event
-from proxy.server.observe import Trace
-from proxy.server.relay import Relayed
-from proxy.tally import tally
-from proxy.types import StageReport, Turn
+from proxy.types import StageReport
+from tests.factories import make_trace
 from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer
 from tests.server.conftest import MakeProxy
@@ -26,33 +23,8 @@ SECRET = "sk-client-SECRET-123"
 CONTENT = "MY-PRIVATE-CONTENT"
 
 
-def trace_of(*reports: StageReport, prepare_s: float, upstream_s: float) -> Trace:
-    prepared = Prepared(
-        turn=Turn("t", "s", "m", now=0.0),
-        body={"messages": []},
-        reports=reports,
-        lineage="",
-        threshold=0,
-        covers=0,
-        tally=tally(reports),
-    )
-    return Trace(
-        tenant="t",
-        session="s",
-        model="m",
-        stream=False,
-        status=200,
-        prepared=prepared,
-        relayed=Relayed(usage=None, completed=True),
-        messages_in=1,
-        prepare_s=prepare_s,
-        upstream_s=upstream_s,
-        store_degraded=False,
-    )
-
-
 def test_request_event_rounds_timings_to_a_tenth_of_a_millisecond() -> None:
-    event = request_event(trace_of(prepare_s=0.00004999, upstream_s=1.23456), now=1.5)
+    event = request_event(make_trace(prepare_s=0.00004999, upstream_s=1.23456), now=1.5)
     assert (event["prepare_ms"], event["upstream_ms"], event["latency_ms"]) == (
         "0.0",
         "1234.6",
@@ -62,7 +34,7 @@ def test_request_event_rounds_timings_to_a_tenth_of_a_millisecond() -> None:
 
 
 def test_stage_summary_leaves_zero_counters_out_and_names_a_skipped_stage() -> None:
-    trace = trace_of(
+    trace = make_trace(
         StageReport("prune", {"chars_pruned": 0, "pruned": 2}),
         StageReport("cache", {"breakpoints": 0}),
         StageReport("budgets", {"persisted": 1}, skipped="KeyError"),

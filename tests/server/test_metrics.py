@@ -11,15 +11,13 @@ import openai
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxy.prepared import Prepared
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.keys import digest
 from proxy.server.metrics import LATENCY_BUCKETS, Metrics
 from proxy.server.observe import Trace
-from proxy.server.relay import Relayed
-from proxy.tally import tally
-from proxy.types import StageReport, Turn
+from proxy.types import StageReport
 from proxy.usage import Usage
+from tests.factories import make_trace
 from tests.fakes.openai_upstream import Reply
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
@@ -57,27 +55,8 @@ def trace_of(
     upstream_s: float = 0.02,
     usage: Usage | None = None,
 ) -> Trace:
-    prepared = Prepared(
-        turn=Turn("default", "s", "m", now=0.0),
-        body={"messages": []},
-        reports=reports,
-        lineage="",
-        threshold=0,
-        covers=0,
-        tally=tally(reports),
-    )
-    return Trace(
-        tenant="default",
-        session="s",
-        model="m",
-        stream=False,
-        status=200,
-        prepared=prepared,
-        relayed=Relayed(usage=usage, completed=True),
-        messages_in=1,
-        prepare_s=prepare_s,
-        upstream_s=upstream_s,
-        store_degraded=False,
+    return make_trace(
+        *reports, tenant="default", usage=usage, prepare_s=prepare_s, upstream_s=upstream_s
     )
 
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from proxy.compactor import CompactionOutcome
-from proxy.prepared import Prepared
-from proxy.server.observe import Trace
-from proxy.server.relay import Relayed
 from proxy.server.stage_tokens import stage_tokens
-from proxy.tally import tally
-from proxy.types import StageReport, StoredCompaction, Turn
+from proxy.types import StageReport, StoredCompaction
 from proxy.usage import Usage
+from tests.factories import make_trace
 
 PIPELINE = (
     StageReport("compact", {"messages_before": 9, "messages_after": 9}),
@@ -21,52 +18,20 @@ PIPELINE = (
 )
 
 
-def trace_of(
-    *reports: StageReport,
-    usage: Usage | None = None,
-    bytes_out: int = 0,
-    compaction: CompactionOutcome | None = None,
-) -> Trace:
-    prepared = Prepared(
-        turn=Turn("t", "s", "m", now=0.0),
-        body={"messages": []},
-        reports=reports,
-        lineage="",
-        threshold=0,
-        covers=0,
-        tally=tally(reports),
-        compaction=compaction,
-    )
-    return Trace(
-        tenant="t",
-        session="s",
-        model="m",
-        stream=False,
-        status=200,
-        prepared=prepared,
-        relayed=Relayed(usage=usage, completed=True),
-        messages_in=9,
-        prepare_s=0.0,
-        upstream_s=0.0,
-        store_degraded=False,
-        bytes_out=bytes_out,
-    )
-
-
 def test_tokens_walk_back_from_the_upstreams_count_through_each_stages_characters() -> None:
-    tokens = stage_tokens(trace_of(*PIPELINE, usage=Usage(prompt_tokens=1000)))
+    tokens = stage_tokens(make_trace(*PIPELINE, usage=Usage(prompt_tokens=1000)))
     assert tokens == {"budgets": (2100, 1900), "prune": (1900, 900), "bootstrap": (900, 1000)}
 
 
 def test_without_usage_the_body_sent_is_the_anchor() -> None:
-    tokens = stage_tokens(trace_of(*PIPELINE, bytes_out=8000))
+    tokens = stage_tokens(make_trace(*PIPELINE, bytes_out=8000))
     assert tokens["bootstrap"] == (1900, 2000) and tokens["budgets"][0] == 3100
 
 
 def test_stages_that_changed_nothing_give_no_tokens() -> None:
     assert (
         stage_tokens(
-            trace_of(
+            make_trace(
                 StageReport("prune", {"chars_pruned": 0}),
                 StageReport("cache"),
                 usage=Usage(prompt_tokens=50),
@@ -84,7 +49,7 @@ def test_compaction_in_the_request_follows_pruning_and_counts_beyond_the_applied
         StageReport("prune", {"chars_pruned": 400}),
         StageReport("bootstrap", {"static_chars": 400}),
     )
-    tokens = stage_tokens(trace_of(*reports, usage=Usage(prompt_tokens=2000), compaction=outcome))
+    tokens = stage_tokens(make_trace(*reports, usage=Usage(prompt_tokens=2000), compaction=outcome))
     assert list(tokens) == ["compact", "prune", "compaction", "bootstrap"]
     assert tokens["bootstrap"] == (1900, 2000)
     assert tokens["compaction"] == (6900, 1900)  # 20,000 characters beyond the applied summary
