@@ -6,30 +6,41 @@ folder for the tenant (`dir_for(tenant)` is None) nothing is written.
 
 `raw.jsonl` only grows (each compaction appends a whole history), so once a line would take it
 past `raw_max_bytes` it becomes `raw.jsonl.1` (replacing the one before) and a new file starts:
-at most about twice the limit on disk, the newest transcripts in `raw.jsonl`.
+at most about twice the limit on disk, the newest transcripts in `raw.jsonl`. Snapshots not
+rewritten for `snapshot_ttl_s` (the session TTL: their sessions are gone) are removed when
+another snapshot is written in the folder, at most once per `PRUNE_EVERY_S`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
 RAW_MAX_BYTES = 256 * 1024 * 1024
+PRUNE_EVERY_S = 3600.0
 
 
 class ArchiveFiles:
     """Writes to the folder `dir_for(tenant)` names, if any."""
 
-    __slots__ = ("_dir_for", "_raw_max_bytes")
+    __slots__ = ("_dir_for", "_pruned_at", "_raw_max_bytes", "_snapshot_ttl_s")
 
     def __init__(
-        self, dir_for: Callable[[str], Path | None], *, raw_max_bytes: int = RAW_MAX_BYTES
+        self,
+        dir_for: Callable[[str], Path | None],
+        *,
+        raw_max_bytes: int = RAW_MAX_BYTES,
+        snapshot_ttl_s: float | None = None,
     ) -> None:
         self._dir_for = dir_for
         self._raw_max_bytes = raw_max_bytes
+        self._snapshot_ttl_s = snapshot_ttl_s
+        self._pruned_at: dict[Path, float] = {}  # one entry per tenant folder
 
     async def append_transcript(
         self, tenant: str, session: str, entry_id: str, messages_json: bytes
@@ -42,8 +53,13 @@ class ArchiveFiles:
 
     async def write_snapshot(self, tenant: str, session: str, snapshot_json: bytes) -> None:
         folder = self._dir_for(tenant)
-        if folder is not None:
-            await asyncio.to_thread(_write, folder / f"ctx-{session}.json", snapshot_json)
+        if folder is None:
+            return
+        await asyncio.to_thread(_write, folder / f"ctx-{session}.json", snapshot_json)
+        ttl_s, now = self._snapshot_ttl_s, time.time()
+        if ttl_s is not None and now - self._pruned_at.get(folder, 0.0) >= PRUNE_EVERY_S:
+            self._pruned_at[folder] = now
+            await asyncio.to_thread(_remove_stale_snapshots, folder, before=now - ttl_s)
 
 
 def _append(path: Path, data: bytes, max_bytes: int) -> None:
@@ -62,3 +78,15 @@ def _write(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+def _remove_stale_snapshots(folder: Path, *, before: float) -> None:
+    """Remove the snapshot files last written before `before` (seconds since the epoch). Best
+    effort: a file it cannot look at or remove is left, and nothing else is touched."""
+    for path in folder.glob("ctx-*.json"):
+        try:
+            status = path.lstat()
+            if stat.S_ISREG(status.st_mode) and status.st_mtime < before:
+                path.unlink()
+        except OSError:
+            continue

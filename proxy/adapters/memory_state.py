@@ -36,7 +36,7 @@ class MemoryStore:
         max_output_chars: int = MAX_CHARS,
     ) -> None:
         self._clock = clock
-        self._files = ArchiveFiles(archive_dir_for)
+        self._files = ArchiveFiles(archive_dir_for, snapshot_ttl_s=session_ttl_s)
         self._sessions = SessionTable(ttl_s=session_ttl_s, now=clock())
         self._outputs = MemoryOutputs(ttl_s=session_ttl_s, max_chars=max_output_chars)
         self._ring = EventRing(maxlen=events_max)

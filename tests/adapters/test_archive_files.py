@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import orjson
@@ -83,3 +85,29 @@ async def test_raw_jsonl_rolls_over_to_raw_jsonl_1_past_its_limit(tmp_path: Path
     assert [line["id"] for line in lines_of(current)] == ["4-0"]
     assert [line["id"] for line in lines_of(previous)] == ["2-0", "3-0"]
     assert current.stat().st_size <= 250 and previous.stat().st_size <= 250
+
+
+async def test_a_snapshot_write_removes_snapshots_older_than_the_ttl_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    files = ArchiveFiles(lambda tenant: tmp_path, snapshot_ttl_s=3600)
+    stale, fresh = tmp_path / "ctx-old.json", tmp_path / "ctx-recent.json"
+    layer, other = tmp_path / "ctx-dir.json", tmp_path / "notes.json"
+    for path in (stale, fresh, other):
+        path.write_bytes(b"[]")
+    layer.mkdir()  # a session layer that happens to match the pattern
+    long_ago = time.time() - 7200
+    for path in (stale, other, layer):
+        os.utime(path, (long_ago, long_ago))
+    await files.write_snapshot("t", "new", b"[1]")
+    assert files_under(tmp_path) == ["ctx-new.json", "ctx-recent.json", "notes.json"]
+    assert layer.is_dir()
+
+
+async def test_without_a_snapshot_ttl_no_snapshot_is_removed(tmp_path: Path) -> None:
+    files = ArchiveFiles(lambda tenant: tmp_path)
+    stale = tmp_path / "ctx-old.json"
+    stale.write_bytes(b"[]")
+    os.utime(stale, (0, 0))
+    await files.write_snapshot("t", "new", b"[1]")
+    assert stale.exists()
