@@ -23,13 +23,13 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from proxy.adapters import openai_upstream
-from proxy.engine import ContextEngine, Prepared
+from proxy.adapters.upstream import openai_chat as openai_upstream
+from proxy.engine.engine import ContextEngine, Prepared
+from proxy.engine.tally import tally
 from proxy.server import chat, middlewares
 from proxy.server.appkeys import Lifecycle
-from proxy.server.events import EventEmitter
-from proxy.server.metrics import Metrics
-from proxy.tally import tally
+from proxy.server.observe.events import EventEmitter
+from proxy.server.observe.metrics import Metrics
 from proxy.types import JSON, Turn
 
 
@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     apply(names)
     print(f"ablations off: {', '.join(names) or 'none'}", file=sys.stderr, flush=True)
-    from proxy.cli import main as ctxproxy
+    from proxy.cli.main import main as ctxproxy
 
     return ctxproxy(proxy_argv)
 

@@ -9,14 +9,14 @@ from typing import Any
 
 from benchmarks import targets
 from benchmarks.payloads import MODEL, load_trace
-from proxy.adapters.memory_state import MemoryStore
-from proxy.compactor import Compactor
+from proxy.adapters.memory.store import MemoryStore
+from proxy.compaction.compactor import Compactor
+from proxy.compaction.stored import CompactSettings
 from proxy.config import load_settings
-from proxy.engine import ContextEngine
+from proxy.engine.engine import ContextEngine
+from proxy.engine.stack import build_stack
 from proxy.ports import StateStore
 from proxy.server.app import make_workspace
-from proxy.stack import build_stack
-from proxy.stages.compact import CompactSettings
 from proxy.usage import Usage
 
 HISTORY_TRACE = "claudecode-spotter__fa812bfe-seg1.json"

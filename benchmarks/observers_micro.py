@@ -17,10 +17,10 @@ from pathlib import Path
 
 from benchmarks.engine_rig import make_engine
 from benchmarks.payloads import MODEL, body_for
-from proxy.adapters.memory_state import MemoryStore
-from proxy.server.events import EventEmitter, request_event
-from proxy.server.metrics import Metrics
-from proxy.server.observe import Trace, notify
+from proxy.adapters.memory.store import MemoryStore
+from proxy.server.observe.events import EventEmitter, request_event
+from proxy.server.observe.metrics import Metrics
+from proxy.server.observe.trace import Trace, notify
 from proxy.server.relay import Relayed
 from proxy.usage import Usage
 

@@ -23,7 +23,7 @@ import orjson
 
 from benchmarks.engine_rig import make_engine
 from benchmarks.payloads import MODEL, body_for
-from proxy.engine import ContextEngine, Prepared
+from proxy.engine.engine import ContextEngine, Prepared
 from proxy.types import JSON, Turn
 from proxy.usage import Usage
 

@@ -22,10 +22,10 @@ import redis.asyncio.connection as aconnection
 from benchmarks.common import free_port, stop, wait_port
 from benchmarks.engine_rig import body_of, cycled_messages, make_engine
 from benchmarks.payloads import MODEL
-from proxy.adapters.redis_state import RedisStore
-from proxy.engine import ContextEngine
-from proxy.server.events import EventEmitter
-from proxy.server.observe import Trace
+from proxy.adapters.redis.store import RedisStore
+from proxy.engine.engine import ContextEngine
+from proxy.server.observe.events import EventEmitter
+from proxy.server.observe.trace import Trace
 from proxy.server.relay import Relayed
 from proxy.usage import Usage
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from proxy.compaction.stored import CompactSettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
-from proxy.stages.compact import CompactSettings
 from proxy.stages.prune import PruneSettings
 from proxy.types import CacheStyle
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proxy.compaction_job import CompactionOutcome
-from proxy.pipeline import draft_from_body
-from proxy.prepared import Prepared
-from proxy.server.observe import Trace
+from proxy.compaction.job import CompactionOutcome
+from proxy.engine.pipeline import draft_from_body
+from proxy.engine.prepared import Prepared
+from proxy.engine.tally import tally
+from proxy.server.observe.trace import Trace
 from proxy.server.relay import Relayed
-from proxy.tally import tally
 from proxy.types import Draft, Message, SessionState, StageReport, Turn, WorkspaceView
 from proxy.usage import Usage
 

@@ -11,8 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "proxy"
 NETWORK = {"aiohttp", "redis", "openai", "anthropic", "httpx", "socket", "requests"}
 IO = NETWORK | {"os", "subprocess", "pathlib", "shutil", "asyncio"}
-EDGE = {"adapters", "server"}
-ENTRY = {"cli.py", "cli_sessions.py", "demo.py", "demo_upstream.py", "__main__.py", "config.py"}
+EDGE = {"adapters", "server", "cli", "demo"}
+ENTRY = {"__main__.py", "config.py"}
 
 
 def modules() -> list[Path]:

@@ -97,7 +97,7 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
 def test_cli_exits_non_zero_on_a_config_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from proxy.cli import main
+    from proxy.cli.main import main
 
     path = write(tmp_path, "[server]\nport = 'x'\n[tenants.a]\n")
     assert main(["bootstrap", "--config", str(path)]) == 2

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from proxy import history_memo
+from proxy.engine import memo as history_memo
+from proxy.engine.memo import LineageMemo, MatchMemo, SystemDigests
 from proxy.history import (
     history_salt,
     lineage,
@@ -16,7 +17,6 @@ from proxy.history import (
     prefix_hashes,
     system_digest,
 )
-from proxy.history_memo import LineageMemo, MatchMemo, SystemDigests
 from proxy.identity import derived_session_id
 from proxy.types import StoredCompaction
 from tests.factories import assistant, system, user

@@ -1,6 +1,6 @@
 """`Summarizer` adapters: one non-streaming completion through the official SDKs.
 
-Both take an OpenAI-format chat-completions body (from `proxy.stages.compact`) and return the
+Both take an OpenAI-format chat-completions body (from `proxy.compaction.stored`) and return the
 text of the answer. Clients are built explicitly (no environment reads) and never retry: a
 failed summary is the compactor's to handle (it forwards the request uncompacted). The key is
 the client's forwarded key when given, else the configured one.

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from proxy.compaction_trigger import BackgroundHook
-from proxy.compactor import Compactor
-from proxy.engine import ContextEngine
+from proxy.compaction.compactor import Compactor
+from proxy.compaction.stored import CompactSettings
+from proxy.compaction.trigger import BackgroundHook
+from proxy.engine.engine import ContextEngine
+from proxy.engine.stack import build_stack, memo_bytes_per_tenant
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (
@@ -36,15 +38,13 @@ from proxy.server.appkeys import (
 )
 from proxy.server.body_scan import KnownTools
 from proxy.server.chat import chat_completions
-from proxy.server.events import EventEmitter
 from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
 from proxy.server.keys import KeyRing
-from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.middlewares import error_boundary, stamp_ids
+from proxy.server.observe.events import EventEmitter
+from proxy.server.observe.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
-from proxy.stack import build_stack, memo_bytes_per_tenant
-from proxy.stages.compact import CompactSettings
 
 __all__ = [
     "Ports",

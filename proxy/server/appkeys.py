@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import aiohttp
 from aiohttp import web
 
-from proxy.engine import ContextEngine
+from proxy.engine.engine import ContextEngine
 from proxy.ports import Upstream
 from proxy.server.body_scan import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 
 if TYPE_CHECKING:
-    from proxy.server.events import EventEmitter
-    from proxy.server.metrics import Metrics
-    from proxy.server.observe import Observer
+    from proxy.server.observe.events import EventEmitter
+    from proxy.server.observe.metrics import Metrics
+    from proxy.server.observe.trace import Observer
 
 
 @dataclass(slots=True)

@@ -7,16 +7,16 @@ import time
 
 from aiohttp import web
 
+from proxy.engine.pipeline import draft_from_body
+from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
-from proxy.pipeline import draft_from_body
 from proxy.ports import UpstreamReply
-from proxy.prepared import Prepared
 from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
-from proxy.server.observe import Trace, notify
+from proxy.server.observe.trace import Trace, notify
 from proxy.server.relay import Relayed, relay_body
 from proxy.server.stream_relay import relay_stream
 from proxy.types import JSON

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from proxy.engine import ContextEngine
+from proxy.engine.engine import ContextEngine
+from proxy.engine.prepared import Prepared
 from proxy.ports import Upstream, UpstreamReply
-from proxy.prepared import Prepared
 from proxy.server.body import with_usage_requested
 from proxy.server.keepalive import KeepAlive
 from proxy.types import JSON, Draft, Turn

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import aiohttp
 
-from proxy.adapters.anthropic_upstream import AnthropicUpstream
-from proxy.adapters.http_client import Timeouts
-from proxy.adapters.memory_state import MemoryStore
-from proxy.adapters.openai_upstream import OpenAIUpstream
-from proxy.adapters.redis_state import RedisStore
+from proxy.adapters.memory.store import MemoryStore
+from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
+from proxy.adapters.upstream.openai_chat import OpenAIUpstream
+from proxy.adapters.upstream.transport import Timeouts
 from proxy.adapters.workspace import FileWorkspace
 from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.settings import Settings, UpstreamSettings

@@ -13,7 +13,7 @@ from aiohttp.typedefs import Handler, Middleware
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.appkeys import SCOPE, RequestScope, Services
-from proxy.server.metrics import count_request
+from proxy.server.observe.metrics import count_request
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from proxy.adapters.http_client import Timeouts, iter_body, open_response
-from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
+from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
+from proxy.adapters.upstream.transport import Timeouts, iter_body, open_response
 from proxy.server.appkeys import HTTP, SETTINGS, caller_of
 from proxy.settings import UpstreamSettings
 

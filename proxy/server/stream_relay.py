@@ -19,7 +19,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.adapters.http_client import UpstreamIdle
+from proxy.adapters.upstream.transport import UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import orjson
 
 from proxy.content import MAX_BREAKPOINTS, MarkerPath, find_body_markers
-from proxy.pipeline import body_with_messages
+from proxy.engine.pipeline import body_with_messages
 from proxy.stages.marker import (
     Ttl,
     already_marked,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.content import MarkerPath, find_body_markers
-from proxy.pipeline import body_with_messages
+from proxy.engine.pipeline import body_with_messages
 from proxy.stages.breakpoints import place_breakpoints
 from proxy.stages.marker import Ttl, as_parts, text_parts
 from proxy.types import JSON, Draft, Message, StageReport, SystemPrompt, Turn

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from proxy.content import MarkerPath, canonical, find_body_markers
-from proxy.pipeline import SYSTEM_ROLES, body_with_messages
+from proxy.engine.pipeline import SYSTEM_ROLES, body_with_messages
 from proxy.stages.marker_repair import repair_markers
 from proxy.types import JSON, Message, StageReport
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 
-from proxy.adapters.memory_state import MemoryStore
-from proxy.adapters.redis_state import MAX_CONNECTIONS, RedisStore
+from proxy.adapters.memory.store import MemoryStore
+from proxy.adapters.redis.store import MAX_CONNECTIONS, RedisStore
 from proxy.errors import StoreUnavailable
 from proxy.ports import StateStore
 from proxy.types import StoredCompaction

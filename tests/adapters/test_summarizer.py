@@ -15,12 +15,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.adapters.memory_state import MemoryStore
+from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
-from proxy.compactor import Compactor
-from proxy.pipeline import body_with_messages
-from proxy.stages.compact import SUMMARY_PREFIX, CompactSettings
-from proxy.stages.summary_request import build_summary_body
+from proxy.compaction.compactor import Compactor
+from proxy.compaction.prompt import build_summary_body
+from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings
+from proxy.engine.pipeline import body_with_messages
 from tests.factories import assistant, exchange, system, user
 from tests.fakes.anthropic_upstream import FakeAnthropic, text
 
@@ -218,7 +218,7 @@ def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
     script = (
         "import sys\n"
         "from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer\n"
-        "import proxy.cli, proxy.server.app\n"
+        "import proxy.cli.main, proxy.server.app\n"
         "OpenAISummarizer(base_url='http://127.0.0.1:9/v1', api_key='k')\n"
         "AnthropicSummarizer(base_url='http://127.0.0.1:9', api_key='k')\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'pydantic') if m in sys.modules))\n"

@@ -22,8 +22,8 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from benchmarks.validity import problems
+from proxy.compaction.prompt import summary_instruction
 from proxy.server.appkeys import ENGINE
-from proxy.stages.summary_request import summary_instruction
 from tests.e2e.agent import settled
 from tests.fakes.openai_upstream import estimate_prompt_tokens
 from tests.server.conftest import MakeProxy

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict
 
-from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
+from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import Rig, auth, chat
 

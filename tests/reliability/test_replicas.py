@@ -9,7 +9,7 @@ import aiohttp
 import orjson
 import redis.asyncio as aioredis
 
-from proxy.adapters.redis_keys import Keys
+from proxy.adapters.redis.keys import Keys
 from proxy.history import history_salt, prefix_hash
 from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer

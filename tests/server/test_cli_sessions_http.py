@@ -6,7 +6,7 @@ import asyncio
 
 from rich.console import Console
 
-from proxy.cli_sessions import HttpSource, run_list, run_show
+from proxy.cli.sessions import HttpSource, run_list, run_show
 from proxy.server.appkeys import LIFECYCLE
 from tests.server.harness import Proxy
 

@@ -11,7 +11,7 @@ from proxy.errors import Unauthorized
 from proxy.server.keys import KNOWN_CALLERS, KeyRing, bearer, digest
 from proxy.settings import TenantSettings
 from tests.server.conftest import MakeProxy
-from tests.server.test_metrics import KEYED
+from tests.server.observe.test_metrics import KEYED
 
 
 def ring(open_tenant: bool = False) -> KeyRing:

@@ -1,0 +1,170 @@
+"""`StateStore` on Redis (redis.asyncio): a pool, short per-operation timeouts, a breaker.
+
+Every operation is one pipelined round trip, run through the `Breaker` of
+`proxy.adapters.redis.breaker` (its docstring tells what a failure does); any Redis failure
+raises `StoreUnavailable`. The compactor's writes (archive, fenced save, lock) come from the
+mixin base in `proxy.adapters.redis.compaction`; the operator's reads are in `redis_admin`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from proxy.adapters.redis import admin as redis_admin
+from proxy.adapters.redis.breaker import Breaker
+from proxy.adapters.redis.codec import (
+    FENCED_SAVE,
+    RELEASE_LOCK,
+    compaction_from_json,
+    decode_hash,
+)
+from proxy.adapters.redis.compaction import CompactionWrites
+from proxy.adapters.redis.keys import Keys
+from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_pipeline
+from proxy.errors import StoreUnavailable
+from proxy.types import JSON, SessionState
+
+MAX_CONNECTIONS = 64
+"""Connections to Redis per process; as many store operations run at once, the rest queue."""
+SESSION_HASHES = ("state", "decisions", "compactions")
+"""The hashes a session's turn is loaded from, in `load`'s order."""
+
+
+class RedisStore(CompactionWrites):
+    def __init__(
+        self,
+        url: str,
+        *,
+        key_prefix: str = "ctxproxy:",
+        session_ttl_s: int = 604_800,
+        op_timeout_s: float = 0.5,
+        breaker_s: float = 1.0,
+        events_max: int = 10_000,
+        archive_max: int = 1_000,
+    ) -> None:
+        self._url = url
+        # redis-py types its replies as unions of every RESP shape; we decode at this edge.
+        # No socket timeout: the breaker bounds every operation as a whole (`op_timeout_s`), and a
+        # per-read one would arm a timer for each reply of a pipeline (a dozen per request). A
+        # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
+        # exception mid-read), so no reply is left for the next command to misread.
+        self._pool = open_pool(
+            url,
+            socket_timeout=None,
+            socket_connect_timeout=op_timeout_s,
+            max_connections=MAX_CONNECTIONS,
+            retry_on_timeout=False,
+        )
+        self._redis: Any = aioredis.Redis.from_pool(self._pool)
+        self._keys = Keys(key_prefix)
+        self._ttl = session_ttl_s
+        self._breaker = Breaker(
+            op_timeout_s=op_timeout_s, breaker_s=breaker_s, max_concurrent=MAX_CONNECTIONS
+        )
+        self._events_max = events_max
+        self._archive_max = archive_max
+        self._fenced_save = self._redis.register_script(FENCED_SAVE)
+        self._release = self._redis.register_script(RELEASE_LOCK)
+
+    @property
+    def degraded(self) -> bool:
+        return self._breaker.degraded
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self._breaker.call(self._redis.ping))
+        except StoreUnavailable:
+            return False
+
+    async def load(self, tenant: str, session: str) -> SessionState:
+        key = self._keys.session
+        commands = [("HGETALL", key(tenant, session, part)) for part in SESSION_HASHES]
+        replies = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+        state, decisions, compactions = map(read_hash_reply, replies)
+        return SessionState(
+            fields=decode_hash(state),
+            decisions=decode_hash(decisions),
+            compactions=tuple(compaction_from_json(v) for v in compactions.values()),
+        )
+
+    async def record_turn(
+        self,
+        tenant: str,
+        session: str,
+        *,
+        fields: Mapping[str, str | int | float],
+        counters: Mapping[str, int],
+        decisions: Mapping[str, str],
+        events: Sequence[Mapping[str, str]] = (),
+    ) -> None:
+        keys = self._keys
+        state = keys.session(tenant, session, "state")
+        commands: list[Command] = [
+            ("HSET", state, *_pairs({"tenant": tenant, "session": session, **fields}))
+        ]
+        commands += [("HINCRBY", state, name, delta) for name, delta in counters.items()]
+        touched = [state, keys.sessions(tenant), keys.tenants()]
+        if decisions:
+            touched.append(keys.session(tenant, session, "decisions"))
+            commands.append(("HSET", touched[-1], *_pairs(decisions)))
+        commands.append(("ZADD", keys.sessions(tenant), time.time(), session))
+        commands.append(("SADD", keys.tenants(), tenant))
+        if events:  # in the same round trip (an event costs one otherwise)
+            touched.append(keys.events())
+            trim = ("XADD", touched[-1], "MAXLEN", "~", self._events_max, "*")
+            commands += [(*trim, *_pairs(event)) for event in events]
+        commands += [("EXPIRE", name, self._ttl) for name in touched]
+        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+
+    async def put_output(self, tenant: str, output_id: str, text: str) -> None:
+        async def op() -> None:
+            await self._redis.set(self._keys.output(tenant, output_id), text, ex=self._ttl)
+
+        await self._breaker.call(op)
+
+    async def get_output(self, tenant: str, output_id: str) -> str | None:
+        async def op() -> bytes | None:
+            found: bytes | None = await self._redis.get(self._keys.output(tenant, output_id))
+            return found
+
+        found = await self._breaker.call(op)
+        return None if found is None else found.decode()
+
+    async def emit_event(self, event: Mapping[str, str]) -> None:
+        events = self._keys.events()
+        commands: list[Command] = [
+            ("XADD", events, "MAXLEN", "~", self._events_max, "*", *_pairs(event)),
+            ("EXPIRE", events, self._ttl),
+        ]
+        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+
+    async def read_events(
+        self, last_id: str, *, block_ms: int, count: int
+    ) -> list[tuple[str, dict[str, str]]]:
+        return await redis_admin.read_events(
+            self._url, self._keys, last_id, block_ms=block_ms, count=count
+        )
+
+    async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
+        return await self._breaker.call(
+            lambda: redis_admin.list_sessions(self._redis, self._keys, tenant, limit=limit)
+        )
+
+    async def session_detail(self, tenant: str, session: str) -> JSON | None:
+        replies = await self._breaker.call(
+            lambda: redis_admin.fetch_session_detail(self._redis, self._keys, tenant, session)
+        )
+        return redis_admin.session_detail_from(replies)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _pairs(mapping: Mapping[str, str | int | float]) -> Iterable[str | int | float]:
+    """`{field: value}` as the flat `field value ...` arguments of `HSET` and `XADD`."""
+    return chain.from_iterable(mapping.items())

@@ -1,0 +1,72 @@
+"""An OpenAI-compatible upstream: the body goes as is; the answer comes back as bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aiohttp
+import orjson
+
+from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
+from proxy.adapters.upstream.transport import Timeouts, iter_body, open_response, read_body
+from proxy.ports import UpstreamReply
+from proxy.types import JSON
+
+
+class OpenAIUpstream:
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        api_key: str | None,
+        timeouts: Timeouts,
+    ) -> None:
+        self._session = session
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        self._timeouts = timeouts
+
+    async def send_chat(
+        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+    ) -> UpstreamReply:
+        out = upstream_request_headers(headers, rebuilt_body=True)
+        out["Content-Type"] = "application/json"
+        key = api_key or self._api_key
+        if key:
+            out["Authorization"] = f"Bearer {key}"
+        data = orjson.dumps(body)
+        response = await open_response(
+            self._session,
+            "POST",
+            self._url,
+            headers=out,
+            data=data,
+            timeouts=self._timeouts,
+            whole_call=not body.get("stream"),
+        )
+        relayed = client_response_headers(response.headers, decoded_body=True)
+
+        async def release() -> None:
+            # A finished body returns its connection to the pool; an unfinished one (a client
+            # gone mid-stream, a cancelled request) is closed so the upstream stops generating.
+            if response.content.at_eof():
+                response.release()
+            else:
+                response.close()
+
+        streaming = response.status == 200 and "text/event-stream" in response.headers.get(
+            "Content-Type", ""
+        )
+        if streaming:
+            stream = iter_body(response, idle_s=self._timeouts.idle_s)
+            return UpstreamReply(response.status, relayed, None, stream, release, len(data))
+        try:
+            answer = await read_body(response)
+        finally:
+            await release()
+        return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
+
+
+async def _released() -> None:
+    """The `release` of a reply whose body was read whole: its connection is back already."""

@@ -1,0 +1,95 @@
+"""Where `ctxproxy sessions` reads from: the `SessionSource` port and its two adapters.
+
+`RedisSource` reads the store directly through `RedisStore` (sessions, one session's detail, and
+the events stream, caught up to `CATCH_UP_PAGES` pages at the start); `HttpSource` asks a running
+proxy's admin views (`GET /v1/ctx/sessions[/{id}]`) and has no events, so its `events` only
+waits and the caller polls. Errors pass through as their transport raised them (`StoreUnavailable`,
+`aiohttp.ClientError`, `OSError`): the CLI reports them. `close` releases the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+import aiohttp
+
+from proxy.adapters.redis.store import RedisStore
+
+Event = dict[str, str]
+CATCH_UP_PAGES = 20
+
+
+class SessionSource(Protocol):
+    async def sessions(self, limit: int) -> list[dict[str, str]]: ...
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None: ...
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        """Events after `last_id` ("" = catch up on the stream so far) and the new last id."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class RedisSource:
+    def __init__(self, url: str, *, prefix: str) -> None:
+        self.store = RedisStore(url, key_prefix=prefix, op_timeout_s=5.0)
+
+    async def sessions(self, limit: int) -> list[dict[str, str]]:
+        return await self.store.list_sessions(None, limit=limit)
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None:
+        if tenant is None:  # find the tenant of the most recent session with this id
+            rows = await self.store.list_sessions(None, limit=1000)
+            tenant = next((r["tenant"] for r in rows if r.get("session") == session), "default")
+        return await self.store.session_detail(tenant, session)
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        if last_id:
+            found = await self.store.read_events(last_id, block_ms=int(wait_s * 1000), count=500)
+            return (found[-1][0] if found else last_id), [e for _, e in found]
+        last, seen = "0-0", []
+        for _ in range(CATCH_UP_PAGES):
+            page = await self.store.read_events(last, block_ms=0, count=1000)
+            if not page:
+                break
+            last = page[-1][0]
+            seen += [e for _, e in page]
+        return last, seen
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+class HttpSource:
+    """A running proxy's admin views; `key` is a tenant or admin bearer token."""
+
+    def __init__(self, url: str, *, key: str | None) -> None:
+        self._url = url.rstrip("/").removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = aiohttp.ClientSession(headers=headers, trust_env=False)
+
+    async def _get(self, path: str, params: dict[str, str]) -> Any:
+        async with self._http.get(self._url + path, params=params) as response:
+            if response.status == 404:
+                return None
+            response.raise_for_status()
+            return await response.json()
+
+    async def sessions(self, limit: int) -> list[dict[str, str]]:
+        found = await self._get("/v1/ctx/sessions", {"all": "1", "limit": str(limit)})
+        return list((found or {}).get("sessions", []))
+
+    async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None:
+        params = {"tenant": tenant} if tenant else {}
+        found: dict[str, Any] | None = await self._get(f"/v1/ctx/sessions/{session}", params)
+        return found
+
+    async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
+        if last_id:  # no events over HTTP: the caller polls the sessions list
+            await asyncio.sleep(wait_s)
+        return "polled", []
+
+    async def close(self) -> None:
+        await self._http.close()

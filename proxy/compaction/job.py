@@ -1,0 +1,81 @@
+"""What one compaction is given (`CompactionJob`) and what it ends in (`CompactionOutcome`).
+
+Index mapping. The plan is computed on the *working* history (after the stored compaction was
+applied, budgets and pruning), but a stored compaction covers a prefix of the *client's* history.
+Budgets and pruning edit tool contents, never the number or order of messages, so when a stored
+compaction `applied` (covering `c` client messages with a replacement of `r` messages) was used,
+`working == replacement + client[c:]` message by message, and `working[:split]` stands for
+`client[:c + split - r]`. Without one, `working[i]` is `client[i]`. A split inside the replacement
+(`split <= r`) would only re-summarize the summary: nothing to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import orjson
+
+from proxy.compaction.stored import CompactSettings
+from proxy.types import JSON, Message, StoredCompaction
+
+Status = Literal["done", "skipped", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """`done`: `messages` is the compacted working history and `compaction` was stored.
+    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
+
+    status: Status
+    reason: str
+    messages: tuple[Message, ...]
+    compaction: StoredCompaction | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJob:
+    """Everything one compaction needs.
+
+    `client_history` / `client_system`: the client's messages as sent (history = after the
+    leading system messages); `working`: the history after the stored compaction `applied`,
+    budgets and pruning; `prefix_body_for(messages)` renders a history prefix to the body that
+    would be sent upstream (system content, tools); `upstream` names the tenant's upstream, used
+    when `settings.summarizer_upstream` is unset; `use_transcript` asks for the plain-transcript
+    prompt (upstreams without prompt caching); `settings` overrides the compactor's.
+    """
+
+    tenant: str
+    session: str
+    client_history: tuple[Message, ...]
+    client_system: tuple[Message, ...]
+    working: tuple[Message, ...]
+    prefix_body_for: Callable[[Sequence[Message]], JSON]
+    model: str
+    api_key: str | None
+    applied: StoredCompaction | None = None
+    upstream: str | None = None
+    use_transcript: bool = False
+    settings: CompactSettings | None = None
+
+    def detached(self) -> CompactionJob:
+        """A deep copy of the message lists, for a task that outlives the request."""
+        history, system, working = orjson.loads(
+            orjson.dumps([self.client_history, self.client_system, self.working])
+        )
+        return replace(
+            self, client_history=tuple(history), client_system=tuple(system), working=tuple(working)
+        )
+
+
+def client_covers(
+    split: int, *, applied: StoredCompaction | None, working_len: int, client_len: int
+) -> int | None:
+    """How many client messages `working[:split]` stands for (see the module docstring); None
+    when the split falls inside the applied replacement or the two lists do not line up."""
+    replaced = len(applied.replacement) if applied else 0
+    covered = applied.covers if applied else 0
+    if split <= replaced or working_len - replaced != client_len - covered:
+        return None
+    return covered + split - replaced

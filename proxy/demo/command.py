@@ -1,0 +1,119 @@
+"""`ctxproxy demo`: the three mechanisms on a scripted agent session, offline and without a key.
+
+Starts, in process, a SIMULATED upstream (`proxy.demo.upstream`) and the proxy in front of it,
+then plays a short agent session through the `openai` SDK (`proxy.demo_run`). Before each request
+it prints the token gauge (the prompt tokens the upstream reported last); it reports what
+bootstrap added, the moment a tool result is pruned and when the history is compacted, each
+measured by comparing what the agent sent with what the upstream received.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import openai
+    from aiohttp import web
+    from rich.console import Console
+
+    from proxy.demo.play import Send
+
+SESSION = "demo"
+
+
+def add_demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = commands.add_parser("demo", help="watch the proxy work on a simulated agent (offline)")
+    demo.add_argument("--workdir", type=Path, help="folder for the demo workspace (default: temp)")
+    demo.set_defaults(run=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    # Everything stays on this machine: the summarizer's HTTP client honours proxy variables,
+    # so exempt the loopback servers of the demo from any configured proxy.
+    loopback = "127.0.0.1,localhost"
+    for name in ("NO_PROXY", "no_proxy"):
+        os.environ[name] = f"{os.environ[name]},{loopback}" if os.environ.get(name) else loopback
+    console = Console(highlight=False, soft_wrap=True)
+    return asyncio.run(play(console=console, workdir=args.workdir))
+
+
+@asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    """Run `app` on a free local port; yields its base URL."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def play(*, console: Console, workdir: Path | None) -> int:
+    """Both servers on free local ports, then the scripted session (imports are heavy: here)."""
+    import openai
+
+    from proxy.demo.play import THRESHOLD, DemoSession, demo_settings, prepare_workspace
+    from proxy.demo.script import SYSTEM, TURNS
+    from proxy.demo.upstream import SimulatedUpstream
+    from proxy.server.app import create_app
+
+    workspace = prepare_workspace(workdir)
+    upstream = SimulatedUpstream()
+    console.print("[bold]ctxproxy demo[/] — the model is a SIMULATED upstream (scripted, offline,")
+    console.print("no key): it answers from a script and reports prompt tokens as chars / 4.\n")
+    async with (
+        serve(upstream.app()) as upstream_url,
+        serve(create_app(demo_settings(workspace, upstream_url))) as proxy_url,
+    ):
+        console.print(f"proxy:     {proxy_url}/v1  (compaction at {THRESHOLD} tokens)")
+        console.print(f"workspace: {workspace}\n")
+        client = openai.AsyncOpenAI(
+            base_url=f"{proxy_url}/v1",
+            api_key="demo-key",
+            max_retries=0,
+            timeout=30,
+            http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
+        )
+        async with client:
+            send = openai_sender(client)
+            session = DemoSession(console, send, upstream, system=SYSTEM, threshold=THRESHOLD)
+            for user_text, steps in TURNS:
+                await session.turn(user_text, steps)
+            session.gauge("after compaction")
+    sessions = workspace / "sessions"
+    console.print("\n[bold]Where to look[/]")
+    console.print(f"  archive (full histories, before compaction): {sessions / 'raw.jsonl'}")
+    console.print(
+        f"  snapshot (the compacted history):            {sessions / f'ctx-{SESSION}.json'}"
+    )
+    console.print(f"  bootstrap files (edit user.md and re-run):   {workspace}")
+    return 0
+
+
+def openai_sender(client: openai.AsyncOpenAI) -> Send:
+    """The agent's request, through the `openai` SDK as a real agent sends it."""
+    from proxy.demo.script import TOOLS
+
+    async def send(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], Mapping[str, str]]:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="simulated-model",
+            messages=messages,  # type: ignore[arg-type]
+            tools=TOOLS,  # type: ignore[arg-type]
+            extra_headers={"X-Ctx-Session": SESSION},
+        )
+        return raw.parse().model_dump(exclude_none=True), raw.headers
+
+    return send

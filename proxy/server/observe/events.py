@@ -1,0 +1,167 @@
+"""Events: one entry per request and one per compaction in the store's `events` stream (DESIGN §5).
+
+Fields are flat `str → str` (a Redis stream entry): ids, counts, timings, outcomes and what each
+stage did — never message content, a key or a header. `request_event` and `compaction_event` are
+pure; `EventEmitter` is the observer that writes them, swallowing store failures (an event is
+never worth failing or slowing a request).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import orjson
+
+from proxy.compaction.compactor import CompactionOutcome
+from proxy.errors import StoreUnavailable
+from proxy.ports import StateStore
+from proxy.server.observe.stage_tokens import stage_tokens
+from proxy.server.observe.trace import Trace
+
+log = logging.getLogger(__name__)
+
+
+def request_event(trace: Trace, *, now: float) -> dict[str, str]:
+    """The `kind=request` entry: tokens (reported, and estimated before and after each stage
+    that changed the prompt's size), per-stage counters, compaction outcome, latency."""
+    prepared, relayed = trace.prepared, trace.relayed
+    compaction = prepared.compaction
+    prepare_s, upstream_s = trace.prepare_s, trace.upstream_s
+    event = {
+        "kind": "request",
+        "ts": f"{now:.3f}",
+        "tenant": trace.tenant,
+        "session": trace.session,
+        "model": trace.model,
+        "stream": "1" if trace.stream else "0",
+        "status": str(trace.status),
+        "outcome": _outcome(trace),
+        "messages_in": str(trace.messages_in),
+        "messages_out": str(len(prepared.body.get("messages") or ())),
+        "bytes_out": str(trace.bytes_out),
+        "threshold_tokens": str(prepared.threshold),
+        "stages": stage_summary(trace),
+        "compaction": compaction.status if compaction else "",
+        "latency_ms": f"{(prepare_s + upstream_s) * 1000:.1f}",  # as `_ms`, inline
+        "prepare_ms": f"{prepare_s * 1000:.1f}",
+        "upstream_ms": f"{upstream_s * 1000:.1f}",
+        "store": "degraded" if trace.store_degraded else "ok",
+    }
+    if relayed.first_byte_s is not None:
+        event["first_byte_ms"] = _ms(relayed.first_byte_s)
+    usage = relayed.usage
+    if usage is not None:
+        event["prompt_tokens"] = str(usage.prompt_tokens)
+        event["cached_tokens"] = str(usage.cached_tokens)
+        event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
+        event["completion_tokens"] = str(usage.completion_tokens)
+    if trace.retried_overflow:
+        event["retried_overflow"] = "1"
+    tokens = stage_tokens(trace)
+    if tokens:
+        event["tokens"] = orjson.dumps(tokens).decode()
+    return event
+
+
+def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
+    """The `kind=compaction` entry, or None when the request did not try to compact."""
+    outcome = trace.prepared.compaction
+    if outcome is None:
+        return None
+    event = {
+        "kind": "compaction",
+        "ts": f"{now:.3f}",
+        "tenant": trace.tenant,
+        "session": trace.session,
+        "model": trace.model,
+        "outcome": outcome.status,
+        "reason": outcome.reason,
+        "messages_in": str(trace.messages_in),
+        "messages_out": str(len(trace.prepared.body.get("messages") or [])),
+        "prepare_ms": _ms(trace.prepare_s),
+    }
+    if outcome.compaction is not None:
+        event["covers"] = str(outcome.compaction.covers)
+    return event
+
+
+def stage_summary(trace: Trace) -> str:
+    """Compact JSON `{stage: {counter: n}}` with zero counters left out; a skipped stage shows
+    `{"skipped": "<exception type>"}`."""
+    tally = trace.prepared.tally
+    if not tally.skipped:
+        return orjson.dumps(tally.stages).decode()
+    summary = {
+        stage: {**counters, "skipped": tally.skipped[stage]} if stage in tally.skipped else counters
+        for stage, counters in tally.stages.items()
+    }
+    return orjson.dumps(summary).decode()
+
+
+def _outcome(trace: Trace) -> str:
+    if trace.status >= 400:
+        return "upstream_error"
+    return "ok" if trace.relayed.completed else "interrupted"
+
+
+def _ms(seconds: float) -> str:
+    """Milliseconds to one decimal: the same text as `str(round(ms, 1))` below 1e16 ms."""
+    return f"{seconds * 1000:.1f}"
+
+
+class EventEmitter:
+    """Writes events to `store_of()` (looked up late: the store is app-scoped). A chat
+    request's events go with its session record (`entries`, one store call); `on_request`
+    emits them on their own."""
+
+    def __init__(
+        self, store_of: Callable[[], StateStore], *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._store_of = store_of
+        self._clock = clock
+
+    async def on_background(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
+        """Emit the event of a background compaction (the engine's `on_background` hook)."""
+        await self._emit(background_compaction_event(tenant, session, outcome, now=self._clock()))
+
+    async def _emit(self, event: dict[str, str]) -> None:
+        try:
+            await self._store_of().emit_event(event)
+        except StoreUnavailable:
+            log.debug("event dropped: store unavailable")
+        except Exception as exc:
+            log.warning("event dropped: %s", type(exc).__name__)
+
+    def entries(self, trace: Trace) -> list[dict[str, str]]:
+        """The request's events in order: its compaction's, if it tried one, then its own (the
+        request event closes the request)."""
+        now = self._clock()
+        compaction = compaction_event(trace, now=now)
+        request = request_event(trace, now=now)
+        return [request] if compaction is None else [compaction, request]
+
+    async def on_request(self, trace: Trace) -> None:
+        """Emit the request's events; a store failure is logged by type and swallowed."""
+        for event in self.entries(trace):
+            await self._emit(event)
+
+
+def background_compaction_event(
+    tenant: str, session: str, outcome: CompactionOutcome, *, now: float
+) -> dict[str, str]:
+    """The `kind=compaction` entry of a compaction that ran in the background (async mode)."""
+    event = {
+        "kind": "compaction",
+        "ts": f"{now:.3f}",
+        "tenant": tenant,
+        "session": session,
+        "outcome": outcome.status,
+        "reason": outcome.reason,
+        "background": "1",
+        "messages_out": str(len(outcome.messages)),
+    }
+    if outcome.compaction is not None:
+        event["covers"] = str(outcome.compaction.covers)
+    return event

@@ -1,0 +1,162 @@
+"""Prometheus metrics: one `CollectorRegistry` per app, fed by an observer and a middleware.
+
+`Metrics.on_request` reads a `Trace` after each chat request; `count_request` (called by the
+error boundary) counts every HTTP request, also those that fail before a trace exists (401, 400,
+413).
+Labels are bounded sets only: the tenant (from the config), the route *pattern*, the status, a
+stage name, a compaction outcome and reason. Never a session id, a key, a model name (client-chosen)
+or content. `GET /metrics` renders the registry in the Prometheus text format.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
+from proxy.compaction.compactor import CompactionOutcome
+from proxy.engine.tally import Tally
+from proxy.errors import CtxProxyError
+from proxy.server.appkeys import ENGINE, RequestScope, caller_of
+from proxy.server.observe.series import Counter, Families, Histogram
+from proxy.server.observe.tenant_series import TenantSeries, stage_totals
+from proxy.server.observe.trace import Trace
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+SUMMARIZER_REASONS = frozenset(
+    {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
+)
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "METRICS",
+    "SUMMARIZER_REASONS",
+    "Metrics",
+    "count_request",
+    "metrics_endpoint",
+]
+
+
+class Metrics:
+    """The proxy's metrics, exported through a registry of their own (no global registry: one per
+    app) by one collector; recording is plain arithmetic on the event loop (`metric_series`)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self._families = Families()
+        count, hist, t = self._counter, self._histogram, "tenant"
+        self.requests = count("http_requests", "HTTP requests.", t, "route", "status")
+        self.upstream_s = hist("upstream_seconds", "Upstream send to end of relay.", t, "stream")
+        self.added_s = hist("proxy_added_seconds", "Pipeline, store, compaction.", t)
+        self.first_byte_s = hist("stream_first_byte_seconds", "Streams: request to first byte.", t)
+        self.tokens = count(
+            "tokens", "Upstream-reported tokens (prompt, cached, cache_creation, completion).",
+            t, "kind",
+        )  # fmt: skip
+        self.chars = count(
+            "tool_result_chars_removed", "Characters cut from tool results by stage "
+            "(prune: chars_pruned, replays included; budgets: chars_saved).", t, "stage",
+        )  # fmt: skip
+        self.persisted_chars = count("persisted_chars", "Tool output characters persisted.", t)
+        self.tool_results = count(
+            "tool_results_cut", "Tool results cut (pruned, replayed, persisted, truncated).",
+            t, "action",
+        )  # fmt: skip
+        self.compactions = count("compactions", "Compactions.", t, "outcome", "reason")
+        self.compaction_s = hist(
+            "compaction_request_prepare_seconds", "Before forwarding, for requests that tried to "
+            "compact (the summarizer call dominates).", t, "outcome",
+        )  # fmt: skip
+        self.summarizer_failures = count("summarizer_failures", "Failed summaries.", t, "reason")
+        self.repairs = count("validation_repairs", "Proxy-caused violations repaired.", t)
+        self.client_violations = count("client_violations", "Client violations passed on.", t)
+        self.skipped = count("stage_skipped", "Stages that raised and were skipped.", "stage")
+        self.overflow_retries = count("overflow_retries", "Compact-and-retry on overflow.", t)
+        self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
+        self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
+        self.store_degraded = self._families.gauge(
+            "ctxproxy_store_degraded", "1 while the state store is unreachable."
+        )
+        self.registry.register(self._families)
+        self._tenants: dict[str, TenantSeries] = {}
+
+    def _counter(self, name: str, doc: str, *labels: str) -> Counter:
+        return self._families.counter("ctxproxy_" + name, doc, *labels)
+
+    def _histogram(self, name: str, doc: str, *labels: str) -> Histogram:
+        return self._families.histogram("ctxproxy_" + name, doc, *labels, bounds=LATENCY_BUCKETS)
+
+    def set_store_degraded(self, degraded: bool) -> None:
+        """The store health gauge: 1 while the store is unreachable."""
+        self.store_degraded.value = 1.0 if degraded else 0.0
+
+    async def on_request(self, trace: Trace) -> None:
+        """Update every metric from one request's trace; zero amounts are not added, but every
+        series a request touches is created (so it is exported, at 0, from then on)."""
+        tenant, relayed, stream = trace.tenant, trace.relayed, trace.stream
+        per_tenant = self._tenants.get(tenant) or self._add_tenant(tenant)
+        self.upstream_s.labels(tenant, "true" if stream else "false").observe(trace.upstream_s)
+        per_tenant.added_s.observe(trace.prepare_s)
+        if stream and relayed.first_byte_s is not None:
+            self.first_byte_s.labels(tenant).observe(relayed.first_byte_s)
+        if stream and relayed.error:
+            self.stream_errors.labels(tenant).value += 1
+        if relayed.usage is not None:
+            per_tenant.add_tokens(relayed.usage)
+        self._stages(per_tenant, trace.prepared.tally)
+        if trace.prepared.compaction is not None:
+            self._compaction(trace, trace.prepared.compaction)
+        if trace.retried_overflow:
+            self.overflow_retries.labels(tenant).value += 1
+        if trace.store_degraded:
+            self.degraded_requests.labels(tenant).value += 1
+        self.set_store_degraded(trace.store_degraded)
+
+    def _add_tenant(self, tenant: str) -> TenantSeries:
+        series = self._tenants[tenant] = TenantSeries(self, tenant)
+        return series
+
+    def _stages(self, per_tenant: TenantSeries, tally: Tally) -> None:
+        counters = per_tenant.stage_counters
+        for name, amount in stage_totals(tally).items():
+            if amount > 0:  # a counter never goes down (prometheus_client raised on one)
+                counters[name].value += amount
+        for stage in tally.skipped:
+            self.skipped.labels(stage).value += 1
+
+    def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
+        tenant, status, reason = trace.tenant, outcome.status, outcome.reason
+        self.compactions.labels(tenant, status, reason).value += 1
+        self.compaction_s.labels(tenant, status).observe(trace.prepare_s)
+        if status == "failed" and reason in SUMMARIZER_REASONS:
+            self.summarizer_failures.labels(tenant, reason).value += 1
+
+
+METRICS = web.AppKey("metrics", Metrics)
+
+
+def count_request(request: web.Request, scope: RequestScope, status: int) -> None:
+    """Count one HTTP request by tenant, route pattern and final status (the error boundary
+    calls this last, so errors it rendered count with their status)."""
+    route = request.match_info.route.resource
+    pattern = route.canonical if route is not None else "unmatched"
+    tenant = _tenant_of(request)
+    scope.services.metrics.requests.labels(tenant, pattern, str(status)).value += 1
+
+
+def _tenant_of(request: web.Request) -> str:
+    """The caller's tenant, or `-` when the request carries no valid key."""
+    try:
+        return caller_of(request).tenant or "-"
+    except CtxProxyError:
+        return "-"
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """`GET /metrics`: the app's registry; the store health gauge is refreshed on each scrape."""
+    metrics = request.app[METRICS]
+    engine = request.app.get(ENGINE)
+    if engine is not None:
+        metrics.set_store_degraded(not await engine.store.ping())
+    body = generate_latest(metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

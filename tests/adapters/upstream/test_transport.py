@@ -1,0 +1,100 @@
+"""Reading an upstream body with a bounded silence, against a real local HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from proxy.adapters.upstream.transport import Timeouts, UpstreamIdle, iter_body, open_response
+from proxy.errors import UpstreamTimeout
+
+CHUNKS = [b"one ", b"two ", b"three"]
+
+
+async def drip(request: web.Request) -> web.StreamResponse:
+    """Sends the chunks `gap` seconds apart (query string), then ends."""
+    gap = float(request.query.get("gap", "0"))
+    response = web.StreamResponse()
+    await response.prepare(request)
+    for chunk in CHUNKS:
+        await response.write(chunk)
+        await asyncio.sleep(gap)
+    await response.write_eof()
+    return response
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[TestServer]:
+    app = web.Application()
+    app.router.add_get("/", drip)
+    async with TestServer(app) as running:
+        yield running
+
+
+async def read_all(url: str, *, idle_s: float, pause_s: float = 0.0) -> list[bytes]:
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        got = []
+        async for chunk in iter_body(response, idle_s=idle_s):
+            got.append(chunk)
+            await asyncio.sleep(pause_s)
+        return got
+
+
+async def test_a_slow_reader_is_not_upstream_silence(server: TestServer) -> None:
+    got = await read_all(str(server.make_url("/")), idle_s=0.1, pause_s=0.25)
+    assert b"".join(got) == b"".join(CHUNKS)
+
+
+async def test_gaps_under_the_bound_pass(server: TestServer) -> None:
+    got = await read_all(str(server.make_url("/?gap=0.1")), idle_s=0.4)
+    assert b"".join(got) == b"".join(CHUNKS)
+
+
+async def test_a_silence_over_the_bound_raises_upstream_idle_in_time(server: TestServer) -> None:
+    started = time.monotonic()
+    with pytest.raises(UpstreamIdle):
+        await read_all(str(server.make_url("/?gap=3")), idle_s=0.3)
+    assert time.monotonic() - started < 0.3 * 2 + 0.5  # fired at the bound, not at the next tick
+
+
+async def test_a_connection_that_cannot_open_is_an_upstream_timeout() -> None:
+    """A listener whose accept queue is full drops new SYNs: the connect bound must fire."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # fill the accept queue (never accepted)
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    await asyncio.sleep(0.1)
+    timeouts = Timeouts(connect_s=0.3, first_byte_s=30, total_s=30)
+    try:
+        async with aiohttp.ClientSession() as http:
+            for whole_call in (False, True):
+                started = time.monotonic()
+                with pytest.raises(UpstreamTimeout):
+                    await open_response(
+                        http,
+                        "POST",
+                        f"http://127.0.0.1:{port}/",
+                        headers={},
+                        data=b"{}",
+                        timeouts=timeouts,
+                        whole_call=whole_call,
+                    )
+                assert time.monotonic() - started < 0.3 * 2 + 1
+    finally:
+        for sock in (listener, *fillers):
+            sock.close()

@@ -1,0 +1,168 @@
+"""`ctxproxy sessions list | show | watch` against a real Redis with known state, and a proxy."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from rich.console import Console
+
+from proxy.adapters.redis.store import RedisStore
+from proxy.cli.main import build_parser, main
+from proxy.cli.sessions import RedisSource, open_source, run_list, run_show, watch_frames
+from proxy.cli.view import context_bar, describe_event
+from proxy.types import StoredCompaction
+from tests.redis_server import RedisServer
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture
+async def store(redis_server: RedisServer, key_prefix: str) -> AsyncIterator[RedisStore]:
+    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    await store.record_turn("default", "agent-1", fields={
+        "model": "gpt-4o", "last_prompt_tokens": 4800, "last_cached_tokens": 1200,
+        "threshold_tokens": 6000, "updated_at": NOW - 30}, counters={"requests": 7,
+        "compactions": 1}, decisions={})  # fmt: skip
+    await store.record_turn("team", "agent-2", fields={
+        "model": "claude-x", "last_prompt_tokens": 900, "last_cached_tokens": 0,
+        "threshold_tokens": 6000, "updated_at": NOW - 10}, counters={"requests": 2},
+        decisions={})  # fmt: skip
+    archive_id = await store.archive("default", "agent-1", b'[{"role":"user","content":"x"}]')
+    token = await store.acquire_lock("default", "agent-1", ttl_ms=5000)
+    assert token is not None
+    summary = {"role": "user", "content": "[Conversation summary]\nMaya read two files."}
+    compaction = StoredCompaction("abc", 9, (summary,), created_at=NOW - 60, archive_id=archive_id)
+    await store.save_compaction("default", "agent-1", compaction, snapshot_json=b"[1,2,3]",
+                                lock_token=token)  # fmt: skip
+    await store.emit_event(
+        {
+            "kind": "request",
+            "tenant": "default",
+            "session": "agent-1",
+            "status": "200",
+            "outcome": "ok",
+            "latency_ms": "41.5",
+            "stages": orjson.dumps({"prune": {"chars_pruned": 519}}).decode(),
+        }
+    )
+    yield store
+    await store.close()
+
+
+def recording() -> Console:
+    return Console(record=True, width=200, force_terminal=False, color_system=None)
+
+
+async def test_list_shows_each_session_with_its_bar_cached_share_and_last_event(
+    store: RedisStore, redis_server: RedisServer, key_prefix: str
+) -> None:
+    source = RedisSource(redis_server.url, prefix=key_prefix)
+    console = recording()
+    await run_list(source, console, limit=10)
+    await source.close()
+    text = console.export_text()
+    first, second = (line for line in text.splitlines() if "agent-" in line)
+    assert "agent-2" in first and "team" in first and "claude-x" in first  # newest first
+    assert "900 / 6000" in first and "0%" in first
+    assert "default" in second and "4800 / 6000" in second and "25%" in second
+    assert "█████████░░░" in second  # 4800/6000 of 12 cells, rounded down
+    assert "pruned 519 chars" in second and "200 ok" in second
+
+
+def test_list_through_the_command_line(
+    store: RedisStore,
+    redis_server: RedisServer,
+    key_prefix: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["sessions", "list", "--redis", redis_server.url, "--prefix", key_prefix]) == 0
+    out = capsys.readouterr().out
+    assert "agent-1" in out and "agent-2" in out and "4800 / 6000" in out
+
+
+async def test_show_prints_state_summaries_and_archive_size(
+    store: RedisStore, redis_server: RedisServer, key_prefix: str
+) -> None:
+    source = RedisSource(redis_server.url, prefix=key_prefix)
+    console = recording()
+    assert await run_show(source, console, session="agent-1", tenant=None) == 0
+    assert await run_show(source, console, session="nope", tenant=None) == 1
+    await source.close()
+    text = console.export_text()
+    assert "session agent-1" in text and "4800 / 6000" in text
+    assert "requests" in text and "7" in text
+    assert "Stored summaries: 1" in text and "covers 9 messages" in text
+    assert "Maya read two files." in text
+    assert "Archive: 1 histories archived; snapshot 7 bytes" in text
+    assert "No session 'nope'." in text
+
+
+async def test_watch_renders_a_frame_per_batch_of_new_events(
+    store: RedisStore, redis_server: RedisServer, key_prefix: str
+) -> None:
+    source = RedisSource(redis_server.url, prefix=key_prefix)
+    frames = watch_frames(source, limit=10, interval_s=2.0, clock=lambda: NOW)
+    console = recording()
+    console.print(await anext(frames))
+    first = console.export_text()
+    waiting = asyncio.ensure_future(anext(frames))
+    await asyncio.sleep(0.2)
+    await store.record_turn(
+        "team",
+        "agent-2",
+        fields={"last_prompt_tokens": 6500, "updated_at": NOW},
+        counters={"requests": 1},
+        decisions={},
+    )
+    await store.emit_event(
+        {
+            "kind": "compaction",
+            "tenant": "team",
+            "session": "agent-2",
+            "outcome": "done",
+            "reason": "compacted",
+        }
+    )
+    console.print(await asyncio.wait_for(waiting, 5))
+    second = console.export_text()
+    await frames.aclose()
+    await source.close()
+    assert "900 / 6000" in first and "compaction done" not in first
+    line = next(x for x in second.splitlines() if "agent-2" in x)
+    assert "6500 / 6000" in line and "compaction done (compacted)" in line
+
+
+def test_pure_helpers() -> None:
+    assert context_bar(6000, 6000, width=4).plain == "████ 6000 / 6000"
+    assert context_bar(0, 0, width=2).plain == "░░ 0 / ?"
+    assert describe_event({"kind": "request", "status": "502", "outcome": "upstream_error"}) == (
+        "502 upstream_error"
+    )
+
+
+async def test_url_source_sends_the_key_from_the_environ_passed_and_key_flag_wins(
+    aiohttp_server: Any,
+) -> None:
+    seen: list[str | None] = []
+
+    async def sessions(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response({"sessions": []})
+
+    app = web.Application()
+    app.router.add_get("/v1/ctx/sessions", sessions)
+    url = str((await aiohttp_server(app)).make_url(""))
+    environ = {"CTXPROXY_KEY": "env-token"}
+    for flags in ([], ["--key", "flag-token"]):
+        args = build_parser().parse_args(["sessions", "list", "--url", url, *flags])
+        source = open_source(args, environ=environ)
+        assert await source.sessions(5) == []
+        await source.close()
+    assert seen == ["Bearer env-token", "Bearer flag-token"]

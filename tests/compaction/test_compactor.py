@@ -1,0 +1,280 @@
+"""The compaction shell over the embedded store: lock, archive first, summarize, fenced save."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.adapters.memory.store import MemoryStore
+from proxy.compaction.compactor import CompactionJob, CompactionOutcome, Compactor, client_covers
+from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings, applied_compaction, run
+from proxy.engine.pipeline import body_with_messages
+from proxy.errors import StoreUnavailable
+from proxy.types import JSON, Message, StoredCompaction
+from tests.factories import assistant, draft, exchange, system, turn, user
+
+SYSTEM = system("You are a helpful agent.")
+SETTINGS = CompactSettings(keep_recent=4, timeout_s=5.0)
+
+
+class ScriptedSummarizer:
+    """A Summarizer port that records every body and answers with a script."""
+
+    def __init__(self, answer: str = "<analysis>a</analysis><summary>S</summary>") -> None:
+        self.answer = answer
+        self.bodies: list[JSON] = []
+        self.keys: list[str | None] = []
+        self.gate: asyncio.Event | None = None
+        self.delay = 0.0
+        self.started = asyncio.Event()
+
+    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+        self.bodies.append(body)
+        self.keys.append(api_key)
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        await asyncio.sleep(self.delay)
+        return self.answer
+
+
+class FailingArchive(MemoryStore):
+    async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
+        raise StoreUnavailable("archive down")
+
+
+def conversation(turns: int, start: int = 0) -> list[Message]:
+    out: list[Message] = []
+    for i in range(start, start + turns):
+        out += [user(f"question {i}"), *exchange(f"c{i}", f"result {i}"), assistant(f"answer {i}")]
+    return out
+
+
+def prefix_body(messages: Sequence[Message]) -> JSON:
+    return body_with_messages({"model": "gpt-4o", "tools": [{"type": "function"}]},
+                              [SYSTEM, *messages])  # fmt: skip
+
+
+async def request(compactor: Compactor, store: MemoryStore, history: list[Message]) -> Any:
+    """What the handler does: load state, apply the stored compaction, compact."""
+    state = await store.load("default", "s1")
+    incoming = draft([SYSTEM, *history])
+    current = turn(state=state)
+    working, _ = run(incoming, current, settings=SETTINGS)
+    return await compactor.compact(
+        tenant="default", session="s1", client_history=incoming.messages,
+        client_system=incoming.system.client, working=working.messages,
+        prefix_body_for=prefix_body, model="gpt-4o", api_key="sk-client",
+        applied=applied_compaction(incoming, current, settings=SETTINGS),
+    )  # fmt: skip
+
+
+def make(store: MemoryStore | None = None, **kw: Any) -> tuple[Compactor, MemoryStore, Any]:
+    store = store or MemoryStore()
+    summarizer = kw.pop("summarizer", ScriptedSummarizer())
+    compactor = Compactor(store=store, summarizers={"openai": summarizer}, settings=SETTINGS, **kw)
+    return compactor, store, summarizer
+
+
+async def stored(store: MemoryStore) -> list[Any]:
+    detail = await store.session_detail("default", "s1")
+    return list(detail["compactions"]) if detail else []
+
+
+async def test_planted_facts_reach_the_summarizer_and_the_archive_holds_everything(
+    tmp_path: Path,
+) -> None:
+    store = MemoryStore(archive_dir_for=lambda tenant: tmp_path)
+    compactor, store, summarizer = make(store)
+    history = [user("I'm Ada Lovelace; deploy key ID is K-7731, path /srv/app."), *conversation(3)]
+    snapshot = copy.deepcopy(history)
+    outcome = await request(compactor, store, history)
+    assert outcome.status == "done", outcome.reason
+    assert history == snapshot
+    body = summarizer.bodies[0]
+    assert body["messages"][0] == SYSTEM and body["messages"][1] == history[0]
+    assert "K-7731" in orjson.dumps(body["messages"]).decode()
+    assert body["tool_choice"] == "none" and summarizer.keys == ["sk-client"]
+    assert outcome.messages == (user(SUMMARY_PREFIX + "S"), *history[-4:])
+    line = orjson.loads((tmp_path / "raw.jsonl").read_bytes().splitlines()[0])
+    assert line["messages"] == [SYSTEM, *history]
+
+
+async def test_a_later_full_history_maps_onto_summary_and_newer_messages() -> None:
+    compactor, store, _ = make()
+    history = conversation(4)
+    first = await request(compactor, store, history)
+    later = history + conversation(1, start=9)
+    state = await store.load("default", "s1")
+    out, report = run(draft([SYSTEM, *later]), turn(state=state), settings=SETTINGS)
+    assert report.counters["applied"] == 1
+    assert out.messages == (*first.compaction.replacement, *later[first.compaction.covers :])
+    assert out.messages[0]["content"].startswith(SUMMARY_PREFIX)
+
+
+async def test_a_second_compaction_folds_the_first() -> None:
+    compactor, store, summarizer = make()
+    history = [user("budget is 4200 EUR"), *conversation(3)]
+    first = await request(compactor, store, history)
+    summarizer.answer = "<summary>S2</summary>"
+    longer = history + conversation(3, start=5)
+    second = await request(compactor, store, longer)
+    assert second.status == "done" and second.compaction.covers > first.compaction.covers
+    assert summarizer.bodies[1]["messages"][1] == user(SUMMARY_PREFIX + "S")
+    state = await store.load("default", "s1")
+    out, _ = run(draft([SYSTEM, *longer, user("next")]), turn(state=state), settings=SETTINGS)
+    assert out.messages[0] == user(SUMMARY_PREFIX + "S2")
+    assert out.messages[1:] == (*longer[second.compaction.covers :], user("next"))
+
+
+async def test_an_edited_history_does_not_pick_up_the_summary() -> None:
+    compactor, store, _ = make()
+    history = conversation(3)
+    await request(compactor, store, history)
+    edited = [user("a different start"), *history[1:]]
+    state = await store.load("default", "s1")
+    out, report = run(draft([SYSTEM, *edited]), turn(state=state), settings=SETTINGS)
+    assert report.counters["applied"] == 0 and out.messages == tuple(edited)
+
+
+async def test_a_failing_archive_prevents_compaction() -> None:
+    compactor, store, summarizer = make(FailingArchive())
+    history = conversation(3)
+    outcome = await request(compactor, store, history)
+    assert (outcome.status, outcome.reason) == ("failed", "archive")
+    assert outcome.messages == tuple(history)
+    assert summarizer.bodies == [] and await stored(store) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "delay", "reason"),
+    [("<summary>S</summary>", 10.0, "timeout"), ("", 0.0, "empty_summary")],
+)
+async def test_a_slow_or_empty_summarizer_leaves_nothing_stored(
+    answer: str, delay: float, reason: str
+) -> None:
+    summarizer = ScriptedSummarizer(answer)
+    summarizer.delay = delay
+    compactor, store, _ = make(summarizer=summarizer)
+    settings = CompactSettings(timeout_s=0.05)
+    history = conversation(3)
+    outcome = await compactor.compact(
+        tenant="default", session="s1", client_history=history, client_system=[SYSTEM],
+        working=history, prefix_body_for=prefix_body, model="gpt-4o", api_key=None,
+        settings=settings,
+    )  # fmt: skip
+    assert (outcome.status, outcome.reason) == ("failed", reason)
+    assert await stored(store) == []
+    assert await store.acquire_lock("default", "s1", ttl_ms=1000) is not None  # released
+
+
+async def test_a_raising_summarizer_leaves_nothing_stored() -> None:
+    class Broken(ScriptedSummarizer):
+        async def complete(self, body: JSON, *, api_key: str | None) -> str:
+            raise ConnectionError("upstream down")
+
+    compactor, store, _ = make(summarizer=Broken())
+    outcome = await request(compactor, store, conversation(3))
+    assert (outcome.status, outcome.reason) == ("failed", "summarizer")
+    assert await stored(store) == []
+
+
+async def test_the_lock_lets_only_one_of_two_concurrent_compactions_summarize() -> None:
+    compactor, store, summarizer = make()
+    summarizer.gate = asyncio.Event()
+    history = conversation(3)
+    first = asyncio.create_task(request(compactor, store, history))
+    await summarizer.started.wait()  # the first holds the lock, inside the summarizer call
+    second = await request(compactor, store, history)
+    summarizer.gate.set()
+    assert (second.status, second.reason) == ("skipped", "locked")
+    assert (await first).status == "done" and len(summarizer.bodies) == 1
+
+
+async def test_a_stale_lock_holders_save_is_refused() -> None:
+    now = [1000.0]
+    store = MemoryStore(clock=lambda: now[0])
+
+    class Stalling(ScriptedSummarizer):
+        async def complete(self, body: JSON, *, api_key: str | None) -> str:
+            now[0] += 5  # the lock (1 s) expires while we wait; another replica takes it
+            assert await store.acquire_lock("default", "s1", ttl_ms=60_000) is not None
+            return "<summary>late</summary>"
+
+    compactor, store, _ = make(store, summarizer=Stalling(), lock_ttl_ms=1000)
+    outcome = await request(compactor, store, conversation(3))
+    assert (outcome.status, outcome.reason) == ("failed", "lock_lost")
+    assert await stored(store) == []
+
+
+async def test_nothing_to_summarize_skips_without_touching_the_store() -> None:
+    compactor, store, summarizer = make()
+    outcome = await request(compactor, store, [user("hi"), assistant("hello")])
+    assert (outcome.status, outcome.reason) == ("skipped", "nothing_to_summarize")
+    assert summarizer.bodies == [] and await store.session_detail("default", "s1") is None
+
+
+async def test_preserved_tool_results_come_from_the_unpruned_client_history() -> None:
+    settings = CompactSettings(keep_recent=2, preserve_tools=("skill",))
+    compactor, _, _ = make()
+    history = [user("load"), *exchange("k1", "FULL SKILL TEXT", name="skill"), *conversation(1)]
+    pruned = [*history[:2], {**history[2], "content": "FULL...(truncated)"}, *history[3:]]
+    outcome = await compactor.compact(
+        tenant="default", session="s1", client_history=history, client_system=[SYSTEM],
+        working=pruned, prefix_body_for=prefix_body, model="gpt-4o", api_key=None,
+        settings=settings,
+    )  # fmt: skip
+    assert outcome.status == "done"
+    assert outcome.messages[1]["role"] == "user"
+    assert outcome.messages[1]["content"].endswith("FULL SKILL TEXT")
+
+
+def test_client_covers_maps_the_working_split_to_the_client_history() -> None:
+    applied = StoredCompaction("h", covers=10, replacement=(user("s"), user("p")))
+    assert client_covers(5, applied=None, working_len=9, client_len=9) == 5
+    assert client_covers(5, applied=applied, working_len=8, client_len=16) == 13
+    assert client_covers(2, applied=applied, working_len=8, client_len=16) is None
+    assert client_covers(5, applied=applied, working_len=9, client_len=16) is None
+
+
+async def test_background_compaction_stores_the_summary_for_the_next_request() -> None:
+    compactor, store, summarizer = make()
+    history = conversation(3)
+    job = CompactionJob("default", "s1", tuple(history), (SYSTEM,), tuple(history),
+                        prefix_body, "gpt-4o", None)  # fmt: skip
+    done: list[CompactionOutcome] = []
+    finished = asyncio.Event()
+
+    async def on_done(outcome: CompactionOutcome) -> None:
+        done.append(outcome)
+        finished.set()
+
+    assert compactor.start_background(job, on_done=on_done)
+    assert not compactor.start_background(job)  # at most one per session
+    await finished.wait()
+    assert [o.status for o in done] == ["done"] and len(summarizer.bodies) == 1
+    state = await store.load("default", "s1")
+    out, report = run(draft([SYSTEM, *history, user("more")]), turn(state=state),
+                      settings=SETTINGS)  # fmt: skip
+    assert report.counters["applied"] == 1 and out.messages[0] == user(SUMMARY_PREFIX + "S")
+    await compactor.aclose()
+
+
+async def test_a_cancelled_background_compaction_stores_nothing_and_releases_the_lock() -> None:
+    compactor, store, summarizer = make()
+    summarizer.gate = asyncio.Event()
+    history = conversation(3)
+    job = CompactionJob("default", "s1", tuple(history), (SYSTEM,), tuple(history),
+                        prefix_body, "gpt-4o", None)  # fmt: skip
+    assert compactor.start_background(job)
+    await summarizer.started.wait()
+    await compactor.aclose()
+    assert not compactor.running("default", "s1")
+    assert await stored(store) == []
+    assert await store.acquire_lock("default", "s1", ttl_ms=1000) is not None

@@ -1,0 +1,61 @@
+"""`ctxproxy demo` as a user runs it: a subprocess, offline, no key; the output shows bootstrap,
+pruning and compaction with the numbers the scripted session implies."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from proxy.demo.script import BRIEF, PLAN
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_demo(workdir: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
+    env.update(
+        HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", COLUMNS="200"
+    )  # a proxy that does not exist: nothing may leave the machine
+    return subprocess.run(
+        [sys.executable, "-m", "proxy", "demo", "--workdir", str(workdir)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_demo_shows_bootstrap_pruning_and_compaction(tmp_path: Path) -> None:
+    done = run_demo(tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "SIMULATED upstream" in out
+    assert "Hi Maya!" in out  # the name comes from user.md through bootstrap
+    assert "<soul>" in out and "<user_profile>" in out
+    assert len(PLAN) == len(BRIEF) == 755
+    assert out.count("✂ pruned") == 1
+    assert "✂ pruned read_file(notes/project-plan.md): 755 → 235 chars" in out
+    assert out.count("⇣ compacted") == 1 and "⇣ compacted: 15 messages → 5" in out
+    gauges = [int(n) for n in re.findall(r"\[tokens: (\d+) / 6000\]", out)]
+    assert gauges[0] == 0 and len(gauges) == 9  # 8 requests, then the final gauge
+    over = next(i for i, n in enumerate(gauges) if n > 6000)
+    assert out.index("over the threshold") < out.index("⇣ compacted")
+    assert gauges[over - 1] <= 6000 and gauges[-1] < 6000 / 2  # compaction freed the context
+
+
+def test_demo_leaves_the_archive_and_the_snapshot_where_it_says(tmp_path: Path) -> None:
+    done = run_demo(tmp_path)
+    sessions = tmp_path / "workspace" / "sessions"
+    assert str(sessions / "raw.jsonl") in done.stdout
+    assert str(sessions / "ctx-demo.json") in done.stdout
+    [archived] = (sessions / "raw.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(json.loads(archived)["messages"]) == 1 + 15  # system + the full history
+    snapshot = json.loads((sessions / "ctx-demo.json").read_text(encoding="utf-8"))
+    assert snapshot[1]["content"].startswith("[Conversation summary]")
+    assert "Maya" in snapshot[1]["content"]

@@ -1,0 +1,76 @@
+"""`proxy.engine.record`: what a request reads from and writes to its session state."""
+
+from __future__ import annotations
+
+from proxy.engine.prepared import Prepared
+from proxy.engine.record import last_prompt_tokens, turn_record
+from proxy.engine.tally import tally
+from proxy.types import SessionState, StageReport, Turn
+from proxy.usage import Usage
+
+
+def prepared_of(*reports: StageReport, state: SessionState | None = None) -> Prepared:
+    turn = Turn("t", "s", "gpt-4o", now=0.0, state=state or SessionState())
+    return Prepared(
+        turn=turn,
+        body={"messages": [{}, {}, {}]},
+        reports=reports,
+        lineage="line-1",
+        threshold=9000,
+        covers=4,
+        tally=tally(reports),
+    )
+
+
+def test_a_completed_answer_records_its_usage_and_the_conversation_it_describes() -> None:
+    fields, counters = turn_record(
+        prepared_of(StageReport("prune", {"chars_pruned": 70})),
+        usage=Usage(prompt_tokens=1200, cached_tokens=800),
+        completed=True,
+        messages_in=5,
+        now=12.5,
+    )
+    assert fields == {
+        "model": "gpt-4o",
+        "threshold_tokens": 9000,
+        "messages_in": 5,
+        "messages_out": 3,
+        "updated_at": 12.5,
+        "last_prompt_tokens": 1200,
+        "last_cached_tokens": 800,
+        "last_completion_tokens": 0,
+        "lineage": "line-1",
+        "covers": 4,
+    }
+    assert counters == {"requests": 1, "compactions": 0, "chars_pruned": 70}
+
+
+def test_an_interrupted_answer_counts_the_request_but_not_its_usage() -> None:
+    fields, counters = turn_record(
+        prepared_of(), usage=Usage(prompt_tokens=1200), completed=False, messages_in=5, now=1.0
+    )
+    assert "last_prompt_tokens" not in fields and "lineage" not in fields
+    assert counters["requests"] == 1
+
+
+def test_a_counter_adding_nothing_is_left_out_once_the_state_has_it() -> None:
+    new, known = SessionState(), SessionState(fields={"compactions": 2, "chars_pruned": "10"})
+    assert turn_record(prepared_of(state=new), usage=None, completed=True, messages_in=1, now=1.0)[
+        1
+    ] == {"requests": 1, "compactions": 0, "chars_pruned": 0}
+    assert turn_record(
+        prepared_of(state=known), usage=None, completed=True, messages_in=1, now=1.0
+    )[1] == {"requests": 1}
+    pruned = prepared_of(StageReport("prune", {"chars_pruned": 5}), state=known)
+    assert turn_record(pruned, usage=None, completed=True, messages_in=1, now=1.0)[1] == {
+        "requests": 1,
+        "chars_pruned": 5,
+    }
+
+
+def test_last_prompt_tokens_count_only_for_the_same_lineage_and_no_newer_summary() -> None:
+    state = SessionState(fields={"lineage": "a", "covers": "4", "last_prompt_tokens": "5000"})
+    assert last_prompt_tokens(state, "a", 4) == 5000
+    assert last_prompt_tokens(state, "a", 2) == 5000
+    assert last_prompt_tokens(state, "b", 4) == 0  # another conversation in the session
+    assert last_prompt_tokens(state, "a", 6) == 0  # measured before a newer summary applied
