@@ -1,17 +1,53 @@
-"""A pure, incremental Server-Sent Events decoder (WHATWG HTML §9.2.6) that keeps raw bytes.
+"""Server-Sent Events on the wire (WHATWG HTML §9.2.6), both ways: the one module that writes and
+reads them.
 
-Feed it bytes as they arrive; it returns each complete event with the exact bytes it came in, so
-a relay can forward events untouched (or drop one) without ever re-encoding. Handles `\\n`,
-`\\r\\n` and `\\r` line ends split anywhere, comments, multi-line `data:` and UTF-8 split across
-chunks. A partial event is never returned. The event record (`SSEvent`) lives in
-`proxy.sse_event` and is re-exported here.
+Reading: a pure, incremental decoder that keeps raw bytes. Feed it bytes as they arrive; it returns
+each complete event with the exact bytes it came in, so a relay can forward events untouched (or
+drop one) without ever re-encoding. Handles `\\n`, `\\r\\n` and `\\r` line ends split anywhere,
+comments, multi-line `data:` and UTF-8 split across chunks. A partial event is never returned.
+
+Writing: `data_event` (one `data:` event of JSON), `error_event` (the in-band error event that ends
+a stream which has already started: an OpenAI-shaped error body as its data) and `DONE`.
 """
 
 from __future__ import annotations
 
-from proxy.sse_event import SSEvent
+from collections.abc import Mapping
+from typing import NamedTuple
 
-__all__ = ["SSEDecoder", "SSEvent"]
+import orjson
+
+from proxy.errors import error_body
+
+DONE = b"data: [DONE]\n\n"
+"""The last event of a chat-completions stream."""
+
+
+def data_event(payload: object) -> bytes:
+    """One `data:` event carrying `payload` as compact JSON."""
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def error_event(body: Mapping[str, object]) -> bytes:
+    """The in-band error event: `body` is an OpenAI-shaped error (`proxy.errors.error_body`)."""
+    return data_event(body)
+
+
+def stream_error(message: str, error_type: str, *, code: str | None = None) -> bytes:
+    """`error_event` of a new error body."""
+    return error_event(error_body(message, error_type, code=code))
+
+
+class SSEvent(NamedTuple):
+    """One dispatched event: its fields and the raw bytes it occupied on the wire.
+
+    A named tuple rather than a frozen dataclass: one is built per event of every stream."""
+
+    raw: bytes
+    data: str = ""
+    event: str = ""
+    id: str | None = None
+    is_comment_only: bool = False
 
 
 class SSEDecoder:

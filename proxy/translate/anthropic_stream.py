@@ -23,16 +23,9 @@ from typing import Any
 
 import orjson
 
-from proxy.errors import error_body
+from proxy.sse import DONE, data_event, error_event, stream_error
 from proxy.translate.anthropic_response import chat_usage, finish_reason, to_openai_error
 from proxy.types import JSON
-
-DONE = b"data: [DONE]\n\n"
-
-
-def sse_data(payload: JSON) -> bytes:
-    """One `data:` event holding `payload` as compact JSON."""
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 class AnthropicStreamTranslator:
@@ -63,11 +56,11 @@ class AnthropicStreamTranslator:
         if self.done:
             return b""
         self.done = True
-        return sse_data(error_body(message, error_type, code=code))
+        return stream_error(message, error_type, code=code)
 
     def _chunk(self, delta: JSON, finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return sse_data(self._envelope(choices=[choice]))
+        return data_event(self._envelope(choices=[choice]))
 
     def _envelope(self, **fields: Any) -> JSON:
         return {
@@ -133,10 +126,10 @@ class AnthropicStreamTranslator:
         self.done = True
         out = self._chunk({}, finish_reason(self._stop_reason))
         if self.include_usage:
-            out += sse_data(self._envelope(choices=[], usage=chat_usage(self._usage)))
+            out += data_event(self._envelope(choices=[], usage=chat_usage(self._usage)))
         return out + DONE
 
     def _on_error(self, data: JSON) -> bytes:
         self.done = True
         _, body = to_openai_error(500, orjson.dumps(data))
-        return sse_data(body)
+        return error_event(body)
