@@ -22,7 +22,9 @@ for every other session), so its soul and agent files become extra sections in t
 Caps apply per file, after stripping surrounding whitespace: the memory index to
 `memory_max_lines` lines, then every file to `max_chars_per_file` characters; each cut appends a
 visible `[truncated: ...]` line. A missing or blank file adds no section and replaces nothing.
-The sections are built in `proxy.stages.bootstrap_sections`; this module assembles and caches them.
+`collect` gives the sections in their fixed order (the static part: `STATIC_KEYS` of the managed and
+tenant layers; the dynamic part: `DYNAMIC_KEYS` of every layer, then the session layer's own
+`STATIC_KEYS` files); `cap_text` strips a file and cuts it to the caps.
 """
 
 from __future__ import annotations
@@ -30,16 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from proxy.stages.bootstrap_sections import collect
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
-
-__all__ = [
-    "TOOL_RESULT_NOTICE",
-    "AssemblyCache",
-    "BootstrapSettings",
-    "assemble_system",
-    "run",
-]
 
 TOOL_RESULT_NOTICE = (
     "Older tool results in this conversation may be shortened or removed later to save space. "
@@ -140,3 +133,64 @@ def run(
         return draft, StageReport(stage="bootstrap")
     system = SystemPrompt(found.static, draft.system.client, found.dynamic)
     return Draft(draft.body, system, draft.messages), found.report
+
+
+TAGS = {"soul": "soul", "user": "user_profile", "agent": "agent", "memory": "memory_index"}
+REPLACING = frozenset({"soul", "user"})
+STATIC_KEYS = ("soul", "agent")
+DYNAMIC_KEYS = ("user", "memory")
+
+
+def cap_text(text: str, *, max_chars: int, max_lines: int | None = None) -> tuple[str, int]:
+    """`text` stripped and cut to `max_lines` lines, then to `max_chars` characters.
+
+    Each cut appends one marker line; returns the text and the number of cuts (0: unchanged).
+    """
+    body = text.strip()
+    markers: list[str] = []
+    if max_lines is not None:
+        lines = body.splitlines()
+        if len(lines) > max_lines:
+            body = "\n".join(lines[:max_lines])
+            markers.append(f"[truncated: first {max_lines} of {len(lines)} lines shown]")
+    if len(body) > max_chars:
+        markers.append(f"[truncated: first {max_chars} of {len(body)} characters shown]")
+        body = body[:max_chars]
+    return "\n".join([body, *markers]), len(markers)
+
+
+@dataclass(frozen=True, slots=True)
+class Sections:
+    static: tuple[str, ...]
+    dynamic: tuple[str, ...]
+    cuts: int
+
+
+def _section(key: str, texts: list[str], settings: BootstrapSettings) -> tuple[str | None, int]:
+    """One tagged section from the non-blank `texts` (layers, earlier first), capped per file."""
+    present = [t for t in texts if t.strip()]
+    if key in REPLACING:
+        present = present[-1:]
+    lines = settings.memory_max_lines if key == "memory" else None
+    capped = [cap_text(t, max_chars=settings.max_chars_per_file, max_lines=lines) for t in present]
+    if not capped:
+        return None, 0
+    body = "\n\n".join(text for text, _ in capped)
+    return f"<{TAGS[key]}>\n{body}\n</{TAGS[key]}>", sum(cuts for _, cuts in capped)
+
+
+def collect(view: WorkspaceView, settings: BootstrapSettings) -> Sections:
+    """Sections in their fixed order: static soul, agent; dynamic user, memory, session extras."""
+    session = view.session_files
+    plan = [(True, key, list(view.files.get(key, ()))) for key in STATIC_KEYS]
+    plan += [(False, key, [*view.files.get(key, ()), session.get(key, "")]) for key in DYNAMIC_KEYS]
+    plan += [(False, key, [session.get(key, "")]) for key in STATIC_KEYS]
+    static: list[str] = []
+    dynamic: list[str] = []
+    cuts = 0
+    for is_static, key, texts in plan:
+        section, n = _section(key, texts, settings)
+        if section is not None:
+            (static if is_static else dynamic).append(section)
+            cuts += n
+    return Sections(static=tuple(static), dynamic=tuple(dynamic), cuts=cuts)
