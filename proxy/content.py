@@ -13,10 +13,6 @@ from proxy.types import JSON, Message
 MarkerPath: TypeAlias = tuple[str | int, ...]
 MAX_BREAKPOINTS = 4
 """Anthropic accepts at most four `cache_control` breakpoints in one request."""
-PERSISTED_OPEN = "<persisted-output"
-PERSISTED_CLOSE = "</persisted-output>"
-"""The tags of the block that stands for a tool result stored in full: the budgets stage writes
-it (`proxy.stages.persisted_output`), the prune stage cuts its preview and keeps its frame."""
 _CONTAINERS = (dict, list)
 _MARKER_KEY = b'"cache_control"'
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from proxy.stages.prune import truncation_marker
 from proxy.types import Message
 
 if TYPE_CHECKING:  # only a type here: proxy.compaction.stored imports this module
@@ -122,7 +123,7 @@ def _cap(text: str, settings: CompactSettings) -> str:
     limit = settings.preserve_max_tokens * 4
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}\n...(truncated, original: {len(text)} chars)"
+    return f"{text[:limit]}\n{truncation_marker(len(text))}"
 
 
 def splice_summary(

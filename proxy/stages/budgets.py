@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from proxy.content import PERSISTED_OPEN, content_text, tool_names, with_text
+from proxy.content import content_text, tool_names, with_text
 from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo
 from proxy.stages.persisted_output import is_persisted, persisted_block
 from proxy.stages.truncation import cut_result_text
@@ -149,7 +149,7 @@ def _count(out: list[Message], texts: dict[int, str]) -> dict[str, int]:
     for index, text in texts.items():
         new = content_text(out[index].get("content"))
         if new != text:
-            counts["persisted" if new.startswith(PERSISTED_OPEN) else "truncated"] += 1
+            counts["persisted" if is_persisted(new) else "truncated"] += 1
             counts["chars_saved"] += len(text) - len(new)
     return counts
 

@@ -6,8 +6,13 @@ import hashlib
 
 import pytest
 
-from proxy.content import PERSISTED_CLOSE, PERSISTED_OPEN
-from proxy.stages.persisted_output import is_persisted, output_id, persisted_block
+from proxy.stages.persisted_output import (
+    PERSISTED_CLOSE,
+    PERSISTED_OPEN,
+    is_persisted,
+    output_id,
+    persisted_block,
+)
 
 
 @pytest.mark.parametrize("text", ["", "hello", "é" * 40, "😀 x" * 3])
