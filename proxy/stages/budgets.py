@@ -16,7 +16,8 @@ newlines, any other content as JSON):
    largest (first on ties) are persisted, from their full original text, until the rest fit.
 Cut text always fits its limit again, so the stage is idempotent. A changed message becomes a string
 (or a single text part, when a part carried the client's `cache_control`); other keys are kept.
-The block format is in `proxy.stages.persisted_output`, rules 3 and 4 in `proxy.stages.truncation`.
+The block format is `proxy.stages.persisted_output`'s; rules 3 and 4 are `cut_result_text`, each cut
+made by `cut_lines`.
 """
 
 from __future__ import annotations
@@ -28,12 +29,9 @@ from types import MappingProxyType
 from typing import Literal
 
 from proxy.content import content_text, tool_names, with_text
-from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo
+from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo, is_error_output
 from proxy.stages.persisted_output import is_persisted, persisted_block
-from proxy.stages.truncation import cut_result_text
 from proxy.types import Draft, Message, StageReport, Turn
-
-__all__ = ["BudgetSettings", "apply_budgets", "run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +161,50 @@ def run(
         return draft, _IDLE
     messages, report = apply_budgets(draft.messages, settings=settings, memo=memo)
     return draft.with_messages(messages), report
+
+
+_MARKER_RESERVE = 64
+"""Room left for the `[N lines truncated]` line, so cut text stays within its limit."""
+
+
+def cut_lines(text: str, *, head: int, tail: int) -> str:
+    """`head` chars + `[N lines truncated]` + `tail` chars, on line ends where that costs < half."""
+    first, last = text[:head], text[len(text) - tail :] if tail else ""
+    newline = first.rfind("\n")
+    if newline >= head // 2:
+        first = first[: newline + 1]
+    newline = last.find("\n")
+    if 0 <= newline < tail // 2:
+        last = last[newline + 1 :]
+    middle = text[len(first) : len(text) - len(last)]
+    lines = middle.count("\n") + (0 if middle.endswith("\n") else 1)
+    sep = "" if first.endswith("\n") or not first else "\n"
+    return f"{first}{sep}[{lines} lines truncated]" + (f"\n{last}" if last else "")
+
+
+def _cut_once(text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None) -> str:
+    keep, pattern = settings.error_head_tail_chars, settings.error_pattern
+    search = memo.is_error_output if memo is not None else is_error_output
+    if len(text) > 2 * keep + _MARKER_RESERVE and search(text, pattern=pattern):
+        text = cut_lines(text, head=keep, tail=keep)
+    room = max(settings.command_max_chars - _MARKER_RESERVE, 0)
+    if command and len(text) > settings.command_max_chars:
+        if settings.command_keep == "head":
+            return cut_lines(text, head=room, tail=0)
+        text = cut_lines(text, head=room - room // 2, tail=room // 2)
+    return text
+
+
+def cut_result_text(
+    text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None = None
+) -> str:
+    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again).
+
+    With a `memo`, a text searched before for the error pattern is not searched again."""
+    if len(text) <= 2 * settings.error_head_tail_chars + _MARKER_RESERVE and (
+        not command or len(text) <= settings.command_max_chars
+    ):
+        return text  # too short for either rule: most results, spared the calls below
+    while (cut := _cut_once(text, command=command, settings=settings, memo=memo)) != text:
+        text = cut
+    return text
