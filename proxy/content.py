@@ -11,10 +11,19 @@ import orjson
 from proxy.types import JSON, Message
 
 MarkerPath: TypeAlias = tuple[str | int, ...]
+SYSTEM_ROLES = frozenset({"system", "developer"})
+"""The roles of system content (`developer` is the newer OpenAI name)."""
 MAX_BREAKPOINTS = 4
 """Anthropic accepts at most four `cache_control` breakpoints in one request."""
 _CONTAINERS = (dict, list)
 _MARKER_KEY = b'"cache_control"'
+
+
+def body_with_messages(body: JSON | Any, messages: Sequence[Message]) -> JSON:
+    """A shallow copy of `body` with `messages` replaced."""
+    out = dict(body)
+    out["messages"] = list(messages)
+    return out
 
 
 def content_text(content: Any) -> str:

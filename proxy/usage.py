@@ -1,10 +1,15 @@
-"""Token usage as upstreams report it (OpenAI format; the Anthropic translation maps into it)."""
+"""Token usage as upstreams report it (OpenAI format; the Anthropic translation maps into it), and
+the proxy's own estimate where no upstream counted: `CHARS_PER_TOKEN` characters per token."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 import orjson
+
+CHARS_PER_TOKEN = 4
+"""Characters of text (or bytes of JSON) per token, where the proxy estimates: no stage has the
+upstream's tokenizer. The one place this ratio is written."""
 
 
 class Usage(NamedTuple):
@@ -55,3 +60,8 @@ def is_usage_only_chunk(payload: Any) -> bool:
 def _int(value: Any) -> int:
     """A count as reported, or 0 for anything but a non-negative integer (a bool is not one)."""
     return value if type(value) is int and value >= 0 else 0
+
+
+def estimated_tokens(chars: int) -> int:
+    """Tokens of `chars` characters, by `CHARS_PER_TOKEN` (rounded down)."""
+    return chars // CHARS_PER_TOKEN

@@ -18,6 +18,7 @@ import orjson
 
 from proxy.stages.prune import truncation_marker
 from proxy.types import Message
+from proxy.usage import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:  # only a type here: proxy.compaction.stored imports this module
     from proxy.compaction.stored import CompactSettings
@@ -91,8 +92,8 @@ def preserved_tool_content(
 ) -> tuple[Message, ...]:
     """Results of `preserve_tools` among `messages` (and content an earlier compaction
     preserved), as `user` messages to re-attach after the summary. Each is capped at
-    `preserve_max_tokens`, all together at `preserve_total_tokens` (tokens ≈ chars / 4), the
-    oldest dropped first; a repeated text is kept once, at its newest place."""
+    `preserve_max_tokens`, all together at `preserve_total_tokens` (`CHARS_PER_TOKEN` characters
+    a token), the oldest dropped first; a repeated text is kept once, at its newest place."""
     if not settings.preserve_tools:
         return ()
     names = {
@@ -110,7 +111,7 @@ def preserved_tool_content(
         elif _is_carried(m) and m["content"].startswith(PRESERVED_PREFIX):
             texts.append(m["content"])
     unique = list(dict.fromkeys(reversed(texts)))  # newest first, duplicates dropped
-    kept, budget = [], settings.preserve_total_tokens * 4
+    kept, budget = [], settings.preserve_total_tokens * CHARS_PER_TOKEN
     for text in unique:
         if len(text) > budget:
             break
@@ -120,7 +121,7 @@ def preserved_tool_content(
 
 
 def _cap(text: str, settings: CompactSettings) -> str:
-    limit = settings.preserve_max_tokens * 4
+    limit = settings.preserve_max_tokens * CHARS_PER_TOKEN
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n{truncation_marker(len(text))}"

@@ -23,6 +23,7 @@ from proxy.compaction.stored import CompactSettings
 from proxy.demo.script import FILES, LISTING, call_transcript
 from proxy.demo.upstream import Call, Say, SimulatedUpstream
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
+from proxy.usage import CHARS_PER_TOKEN
 
 Send = Callable[[list[dict[str, Any]]], Awaitable[tuple[dict[str, Any], Mapping[str, str]]]]
 """Sends the history through the proxy; the completion (JSON) and the response headers."""
@@ -87,7 +88,7 @@ class DemoSession:
         """Size the pasted transcript so that this request lands just under the threshold and
         the next one (which adds a tool result) just over it, whatever the workspace holds."""
         before = len(orjson.dumps(self.messages[-1:])) + len(user_text) + 64
-        budget = (self._threshold - MARGIN_TOKENS - self.tokens) * 4 - before
+        budget = (self._threshold - MARGIN_TOKENS - self.tokens) * CHARS_PER_TOKEN - before
         return user_text.replace("{transcript}", call_transcript(max(budget, 0)))
 
     async def _request(self) -> dict[str, Any]:

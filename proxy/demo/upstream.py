@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from proxy.usage import estimated_tokens
+
 NAME = re.compile(r"Call (?:her|him|them) (\w+)|Name: (\w+)")
 CACHE_MIN_CHARS = 4096  # providers cache prefixes of 1,024+ tokens
 
@@ -72,8 +74,8 @@ class SimulatedUpstream:
         sent = orjson.dumps(messages)
         shared = common_prefix(sent, self._previous)
         self._previous = sent
-        cached = shared // 4 if shared >= CACHE_MIN_CHARS else 0
-        prompt = len(sent) // 4
+        cached = estimated_tokens(shared) if shared >= CACHE_MIN_CHARS else 0
+        prompt = estimated_tokens(len(sent))
         return {
             "prompt_tokens": prompt,
             "completion_tokens": 40,

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from proxy.content import SYSTEM_ROLES
 from proxy.types import JSON, Draft, Message, StageReport, SystemPrompt, Turn
 
 log = logging.getLogger(__name__)
 
 Stage = Callable[[Draft, Turn], tuple[Draft, StageReport]]
 """A pure transform of the draft; `functools.partial(module.run, settings=...)` in practice."""
-
-SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 def draft_from_body(body: JSON) -> Draft:
@@ -46,10 +44,3 @@ def run_stages(
             report = StageReport(stage=name, skipped=type(exc).__name__)
         reports.append(report)
     return draft, reports
-
-
-def body_with_messages(body: JSON | Any, messages: Sequence[Message]) -> JSON:
-    """A shallow copy of `body` with `messages` replaced."""
-    out = dict(body)
-    out["messages"] = list(messages)
-    return out

@@ -17,7 +17,9 @@ most one, earliest first. Markers outside `messages` (tools, top level) are alwa
 The client's violations pass through untouched (counted in `client_violations`); ours are repaired
 and counted in `repairs`: orphans dropped, unanswered calls given a placeholder result at the end
 of their block, late system messages turned into `user` messages where they stand, and our markers
-removed newest first until 4 remain (all of ours when markers are not allowed).
+removed newest first until 4 remain (all of ours when markers are not allowed). Identity is
+canonical JSON (`proxy.history.message_digest`); copies are made only of the containers on a
+removed marker's path.
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from proxy.content import MarkerPath, canonical, find_body_markers
-from proxy.engine.pipeline import SYSTEM_ROLES, body_with_messages
-from proxy.stages.marker_repair import repair_markers
+from proxy.content import (
+    MAX_BREAKPOINTS,
+    SYSTEM_ROLES,
+    MarkerPath,
+    body_with_messages,
+    canonical,
+    find_body_markers,
+    find_cache_markers,
+)
 from proxy.types import JSON, Message, StageReport
 
 PLACEHOLDER = "[no result: this tool call was not answered]"
@@ -146,3 +154,61 @@ def _repair_late_system(
             out[index] = {**messages[index], "role": "user"}
             counts["systems_demoted"] += 1
     return out if counts.get("systems_demoted") else messages
+
+
+def repair_markers(
+    body: JSON,
+    paths: list[MarkerPath],
+    client: Sequence[Message],
+    *,
+    allow: bool,
+    counts: defaultdict[str, int],
+) -> JSON:
+    if not paths:
+        return body
+    theirs: Counter[bytes] = Counter()
+    if any(path[:1] == ("messages",) for path in paths):
+        theirs.update(_marker_identity(_at(client, p)) for p in find_cache_markers(list(client)))
+    ours: list[MarkerPath] = []
+    for path in paths:
+        if path[:1] == ("messages",) and len(path) > 1:
+            key = _marker_identity(_at(body, path))
+            if theirs[key] <= 0:
+                ours.append(path)
+                continue
+            theirs[key] -= 1
+    excess = len(paths) if not allow else len(paths) - MAX_BREAKPOINTS
+    remove = ours[::-1][: max(0, excess)]
+    counts["client_violations"] += int(excess > len(remove))
+    for path in remove:
+        body = _without_marker(body, path)
+    if remove:
+        counts["markers_removed"] += len(remove)
+    return body
+
+
+def _marker_identity(holder: JSON) -> bytes:
+    content: Any = holder.get("content", holder)
+    if isinstance(content, list) and content and isinstance(content[-1], dict):
+        content = content[-1]
+    if isinstance(content, dict):
+        content = content.get("text", {k: v for k, v in content.items() if k != "cache_control"})
+    return canonical([holder["cache_control"], content])
+
+
+def _without_marker(value: Any, path: MarkerPath) -> Any:
+    """A copy of `value` without the marker at `path`; copies only the containers on the path."""
+    if not path:
+        return {k: v for k, v in value.items() if k != "cache_control"}
+    head, rest = path[0], path[1:]
+    if isinstance(value, list) and isinstance(head, int):
+        items = list(value)
+        items[head] = _without_marker(value[head], rest)
+        return items
+    return {**value, head: _without_marker(value[head], rest)}
+
+
+def _at(value: Any, path: MarkerPath) -> Any:
+    for key in path:
+        value = value[key]
+    return value

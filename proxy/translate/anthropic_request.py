@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 
+from proxy.content import SYSTEM_ROLES
 from proxy.translate.anthropic_blocks import (
     assistant_blocks,
     content_blocks,
@@ -48,7 +49,6 @@ DROPPED_KEYS = frozenset(
         "function_call", "verbosity", "metadata",
     }
 )  # fmt: skip
-SYSTEM_ROLES = ("system", "developer")
 
 
 def to_messages_request(

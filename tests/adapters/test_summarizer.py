@@ -20,7 +20,7 @@ from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.prompt import build_summary_body
 from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings
-from proxy.engine.pipeline import body_with_messages
+from proxy.content import body_with_messages
 from tests.factories import assistant, exchange, system, user
 from tests.fakes.anthropic_upstream import FakeAnthropic, text
 

@@ -14,7 +14,7 @@ import pytest
 from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import CompactionJob, CompactionOutcome, Compactor, client_covers
 from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings, applied_compaction, run
-from proxy.engine.pipeline import body_with_messages
+from proxy.content import body_with_messages
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, Message, StoredCompaction
 from tests.factories import assistant, draft, exchange, system, turn, user

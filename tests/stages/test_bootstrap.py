@@ -231,9 +231,6 @@ def test_cached_report_counters_cannot_be_changed_by_a_reader() -> None:
     assert again.counters["sections"] == 1
 
 
-PLAIN = BootstrapSettings(tool_result_notice=False)
-
-
 @pytest.mark.parametrize(
     ("text", "max_chars", "max_lines", "expected", "cuts"),
     [

@@ -9,8 +9,8 @@ and walks back through those counters at `CHARS_PER_TOKEN`. Pure.
 from __future__ import annotations
 
 from proxy.server.observe.trace import Trace
+from proxy.usage import CHARS_PER_TOKEN, estimated_tokens
 
-CHARS_PER_TOKEN = 4
 REMOVED = (("compact", "chars_removed"), ("budgets", "chars_saved"), ("prune", "chars_pruned"))
 """The stages that take characters out of the prompt, in pipeline order, with their counter."""
 ADDED = (("bootstrap", ("static_chars", "dynamic_chars")),)
@@ -26,7 +26,9 @@ def stage_tokens(trace: Trace) -> dict[str, tuple[int, int]]:
     if not changes:
         return {}
     usage = trace.relayed.usage
-    current = usage.prompt_tokens if usage and usage.prompt_tokens else trace.bytes_out // 4
+    current = (
+        usage.prompt_tokens if usage and usage.prompt_tokens else estimated_tokens(trace.bytes_out)
+    )
     spans: dict[str, tuple[int, int]] = {}
     for stage, removed in reversed(changes):
         before = max(0, current + round(removed / CHARS_PER_TOKEN))
