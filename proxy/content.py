@@ -115,8 +115,3 @@ def _collect_markers(
     for key, item in items:
         if type(item) is not str and isinstance(item, _CONTAINERS):  # strings: most leaves
             _collect_markers(item, (*path, key), found)
-
-
-def canonical(value: Any) -> bytes:
-    """`value` as JSON with sorted keys: equal for equal values whatever their key order."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import orjson
 
 from proxy.types import Message, StoredCompaction
 
 
-def message_digest(message: Message) -> bytes:
+def message_digest(message: Message | Any) -> bytes:
+    """The canonical JSON of a message (or of any JSON value): keys sorted, so equal for equal
+    values whatever their key order. Every digest of a message in the proxy is this one."""
     return orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
 
 

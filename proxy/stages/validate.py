@@ -34,10 +34,10 @@ from proxy.content import (
     SYSTEM_ROLES,
     MarkerPath,
     body_with_messages,
-    canonical,
     find_body_markers,
     find_cache_markers,
 )
+from proxy.history import message_digest
 from proxy.types import JSON, Message, StageReport
 
 PLACEHOLDER = "[no result: this tool call was not answered]"
@@ -143,10 +143,10 @@ def _repair_late_system(
     late = _late_system(messages)
     if not late:
         return messages
-    theirs = Counter(canonical(client[i]) for i in _late_system(client))
+    theirs = Counter(message_digest(client[i]) for i in _late_system(client))
     out = list(messages)
     for index in late:
-        key = canonical(messages[index])
+        key = message_digest(messages[index])
         if theirs[key] > 0:
             theirs[key] -= 1
             counts["client_violations"] += 1
@@ -193,7 +193,7 @@ def _marker_identity(holder: JSON) -> bytes:
         content = content[-1]
     if isinstance(content, dict):
         content = content.get("text", {k: v for k, v in content.items() if k != "cache_control"})
-    return canonical([holder["cache_control"], content])
+    return message_digest([holder["cache_control"], content])
 
 
 def _without_marker(value: Any, path: MarkerPath) -> Any:
