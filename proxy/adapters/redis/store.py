@@ -2,12 +2,14 @@
 
 Every operation is one pipelined round trip, run through the `Breaker` of
 `proxy.adapters.redis.breaker` (its docstring tells what a failure does); any Redis failure
-raises `StoreUnavailable`. The compactor's writes (archive, fenced save, lock) come from the
-mixin base in `proxy.adapters.redis.compaction`; the operator's reads are in `redis_admin`.
+raises `StoreUnavailable`. The compactor's writes: the archive (a capped stream per session), the
+session lock, and the fenced save (`codec.FENCED_SAVE`), which writes nothing and returns False
+once `lock_token` no longer holds the lock. The operator's reads are in `admin`.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
@@ -15,19 +17,19 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from proxy.adapters.redis import admin as redis_admin
+from proxy.adapters.redis import admin
 from proxy.adapters.redis.breaker import Breaker
 from proxy.adapters.redis.codec import (
     FENCED_SAVE,
     RELEASE_LOCK,
     compaction_from_json,
+    compaction_to_json,
     decode_hash,
 )
-from proxy.adapters.redis.compaction import CompactionWrites
 from proxy.adapters.redis.keys import Keys
 from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_pipeline
 from proxy.errors import StoreUnavailable
-from proxy.types import JSON, SessionState
+from proxy.types import JSON, SessionState, StoredCompaction
 
 MAX_CONNECTIONS = 64
 """Connections to Redis per process; as many store operations run at once, the rest queue."""
@@ -35,7 +37,7 @@ SESSION_HASHES = ("state", "decisions", "compactions")
 """The hashes a session's turn is loaded from, in `load`'s order."""
 
 
-class RedisStore(CompactionWrites):
+class RedisStore:
     def __init__(
         self,
         url: str,
@@ -121,6 +123,61 @@ class RedisStore(CompactionWrites):
         commands += [("EXPIRE", name, self._ttl) for name in touched]
         await self._breaker.call(lambda: run_pipeline(self._pool, commands))
 
+    async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
+        raw = self._keys.session(tenant, session, "raw")
+
+        async def op() -> str:
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.xadd(raw, {"messages": messages_json}, maxlen=self._archive_max, approximate=True)
+            pipe.expire(raw, self._ttl)
+            entry_id, _ = await pipe.execute()
+            return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+        return await self._breaker.call(op)
+
+    async def save_compaction(
+        self,
+        tenant: str,
+        session: str,
+        compaction: StoredCompaction,
+        *,
+        snapshot_json: bytes,
+        lock_token: str,
+    ) -> bool:
+        keys = [
+            self._keys.session(tenant, session, kind)
+            for kind in ("lock", "compactions", "snapshot")
+        ]
+        args: list[str | bytes | int] = [
+            lock_token,
+            compaction.prefix_hash,
+            compaction_to_json(compaction),
+            snapshot_json,
+            self._ttl,
+        ]
+
+        async def op() -> bool:
+            return bool(await self._fenced_save(keys=keys, args=args))
+
+        return await self._breaker.call(op)
+
+    async def acquire_lock(self, tenant: str, session: str, *, ttl_ms: int) -> str | None:
+        token = secrets.token_hex(16)
+        lock = self._keys.session(tenant, session, "lock")
+
+        async def op() -> bool:
+            return bool(await self._redis.set(lock, token, nx=True, px=ttl_ms))
+
+        return token if await self._breaker.call(op) else None
+
+    async def release_lock(self, tenant: str, session: str, token: str) -> None:
+        lock = self._keys.session(tenant, session, "lock")
+
+        async def op() -> None:
+            await self._release(keys=[lock], args=[token])
+
+        await self._breaker.call(op)
+
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
         async def op() -> None:
             await self._redis.set(self._keys.output(tenant, output_id), text, ex=self._ttl)
@@ -146,20 +203,20 @@ class RedisStore(CompactionWrites):
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
     ) -> list[tuple[str, dict[str, str]]]:
-        return await redis_admin.read_events(
+        return await admin.read_events(
             self._url, self._keys, last_id, block_ms=block_ms, count=count
         )
 
     async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
         return await self._breaker.call(
-            lambda: redis_admin.list_sessions(self._redis, self._keys, tenant, limit=limit)
+            lambda: admin.list_sessions(self._redis, self._keys, tenant, limit=limit)
         )
 
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
         replies = await self._breaker.call(
-            lambda: redis_admin.fetch_session_detail(self._redis, self._keys, tenant, session)
+            lambda: admin.fetch_session_detail(self._redis, self._keys, tenant, session)
         )
-        return redis_admin.session_detail_from(replies)
+        return admin.session_detail_from(replies)
 
     async def close(self) -> None:
         await self._redis.aclose()
