@@ -18,8 +18,7 @@ from pathlib import Path
 from proxy.adapters.memory.archive import ArchiveFiles
 from proxy.adapters.memory.events import EventRing
 from proxy.adapters.memory.outputs import MAX_CHARS, MemoryOutputs
-from proxy.adapters.memory.session import SessionEntry, describe_session, list_recent
-from proxy.adapters.memory.table import SessionTable
+from proxy.adapters.memory.sessions import SessionEntry, SessionTable, describe_session, list_recent
 from proxy.types import JSON, SessionState, StoredCompaction
 
 
