@@ -18,7 +18,7 @@ from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
 from proxy.adapters.upstream.openai_chat import OpenAIUpstream
-from proxy.adapters.upstream.transport import Timeouts
+from proxy.adapters.upstream.transport import timeouts_of
 from proxy.adapters.workspace import FileWorkspace
 from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.settings import Settings, UpstreamSettings
@@ -54,23 +54,15 @@ def make_workspace(settings: Settings) -> WorkspaceSource:
 
 
 def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
+    timeouts = timeouts_of(upstream)
     if upstream.kind == "anthropic":
         return AnthropicUpstream(
             session=http,
             base_url=upstream.base_url,
             api_key=upstream.api_key,
             default_max_tokens=upstream.default_max_tokens,
-            connect_timeout_s=upstream.connect_timeout_s,
-            first_byte_timeout_s=upstream.first_byte_timeout_s,
-            idle_timeout_s=upstream.idle_timeout_s,
-            timeout_s=upstream.timeout_s,
+            timeouts=timeouts,
         )
-    timeouts = Timeouts(
-        connect_s=upstream.connect_timeout_s,
-        first_byte_s=upstream.first_byte_timeout_s,
-        idle_s=upstream.idle_timeout_s,
-        total_s=upstream.timeout_s,
-    )
     return OpenAIUpstream(
         session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
-from proxy.adapters.upstream.transport import Timeouts, iter_body, open_response
+from proxy.adapters.upstream.transport import iter_body, open_response, timeouts_of
 from proxy.server.appkeys import HTTP, SETTINGS, caller_of
 from proxy.settings import UpstreamSettings
 
@@ -34,11 +34,7 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         headers["x-api-key"] = key
     elif key:
         headers["Authorization"] = f"Bearer {key}"
-    timeouts = Timeouts(
-        connect_s=upstream.connect_timeout_s,
-        first_byte_s=upstream.first_byte_timeout_s,
-        idle_s=upstream.idle_timeout_s,
-    )
+    timeouts = timeouts_of(upstream)
     data = await request.read() if request.body_exists else None
     reply = await open_response(
         request.app[HTTP],

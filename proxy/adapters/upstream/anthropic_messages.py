@@ -2,35 +2,38 @@
 
 A chat-completions body is translated (`to_messages_request`) and POSTed to
 `{base_url}/v1/messages` with `x-api-key` and `anthropic-version` (the client's own
-`anthropic-version` / `anthropic-beta` headers pass through); redirects are not followed and
-nothing is retried (retrying is the client's choice). The answer comes back in OpenAI form:
+`anthropic-version` / `anthropic-beta` headers pass through) through the one upstream transport
+(`proxy.adapters.upstream.transport`: its timeouts, its single retry before the first byte, no
+redirects followed). The answer comes back in OpenAI form:
 
     200, not streamed  → a `chat.completion` JSON body
     200, streamed      → `chat.completion.chunk` SSE bytes, translated as events arrive
     any other status   → an OpenAI-shaped error body, the status and `Retry-After` kept
 
-Failures before the answer: a refused or reset connection raises `UpstreamUnreachable`; the
-connect bound, the first-byte bound (streams) or the whole-call bound (non-streamed) raise
-`UpstreamTimeout`. Once a stream has started, failures end it with an in-band error event.
+Failures before the answer are the transport's (`UpstreamUnreachable`, `UpstreamTimeout`). The
+stream is translated one upstream read at a time (`SSEDecoder` → `AnthropicStreamTranslator`),
+never buffered whole; once it has started, every failure ends it with an in-band error event: an
+idle gap longer than `idle_s`, a lost connection, or an upstream that stops before `message_stop`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Mapping
 
 import aiohttp
 import orjson
 
-from proxy.adapters.upstream.anthropic_relay import (
-    request_headers,
-    response_headers,
-    translated_events,
+from proxy.adapters.upstream.transport import (
+    Timeouts,
+    UpstreamIdle,
+    iter_body,
+    open_response,
+    read_body,
+    release,
 )
-from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.ports import UpstreamReply
+from proxy.sse import SSEDecoder, SSEvent
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.translate.anthropic_response import to_chat_completion, to_openai_error
 from proxy.translate.anthropic_stream import AnthropicStreamTranslator
@@ -38,6 +41,9 @@ from proxy.types import JSON
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
+PASSED_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta")
+RELAYED_RESPONSE_HEADERS = ("retry-after", "request-id")
+RELAYED_RESPONSE_PREFIXES = ("anthropic-ratelimit-",)
 
 
 class AnthropicUpstream:
@@ -57,10 +63,7 @@ class AnthropicUpstream:
         anthropic_version: str = "2023-06-01",
         default_max_tokens: int = 4096,
         keep_sampling: bool = False,
-        connect_timeout_s: float = 5.0,
-        first_byte_timeout_s: float = 120.0,
-        idle_timeout_s: float = 300.0,
-        timeout_s: float = 600.0,
+        timeouts: Timeouts = Timeouts(),  # noqa: B008 (frozen: one object serves as default)
     ) -> None:
         self._session = session
         self._url = base_url.rstrip("/") + "/v1/messages"
@@ -68,10 +71,7 @@ class AnthropicUpstream:
         self._version = anthropic_version
         self._default_max_tokens = default_max_tokens
         self._keep_sampling = keep_sampling
-        self._connect_timeout_s = connect_timeout_s
-        self._first_byte_timeout_s = first_byte_timeout_s
-        self._idle_timeout_s = idle_timeout_s
-        self._timeout_s = timeout_s
+        self._timeouts = timeouts
 
     async def send_chat(
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
@@ -81,51 +81,25 @@ class AnthropicUpstream:
             body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
         )
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
-        sent_headers = request_headers(headers, api_key=key, version=self._version)
         data = orjson.dumps(request)
-        reply = await self._exchange(data, sent_headers, body, stream=bool(request.get("stream")))
-        return reply._replace(sent_bytes=len(data))
-
-    async def _exchange(
-        self, data: bytes, headers: dict[str, str], body: JSON, *, stream: bool
-    ) -> UpstreamReply:
-        model = str(body.get("model", ""))
-        if not stream:
-            async with _failures_mapped(self._timeout_s):
-                response = await self._post(data, headers)
-                payload = await _read_all(response)
-            return self._body_reply(response, payload, model=model)
-        async with _failures_mapped(self._first_byte_timeout_s):
-            response = await self._post(data, headers)
-            if response.status != 200:
-                payload = await _read_all(response)
-                return self._body_reply(response, payload, model=model)
-        return self._stream_reply(response, body)
-
-    async def _post(self, data: bytes, headers: dict[str, str]) -> aiohttp.ClientResponse:
-        return await self._session.post(
+        stream = bool(request.get("stream"))
+        response = await open_response(
+            self._session,
+            "POST",
             self._url,
+            headers=request_headers(headers, api_key=key, version=self._version),
             data=data,
-            headers=headers,
-            allow_redirects=False,
-            timeout=aiohttp.ClientTimeout(sock_connect=self._connect_timeout_s),
+            timeouts=self._timeouts,
+            whole_call=not stream,
         )
-
-    def _body_reply(
-        self, response: aiohttp.ClientResponse, payload: bytes, *, model: str
-    ) -> UpstreamReply:
-        headers = response_headers(response.headers, content_type=JSON_TYPE)
+        if stream and response.status == 200:
+            return self._stream_reply(response, body)._replace(sent_bytes=len(data))
         try:
-            message = orjson.loads(payload) if response.status == 200 else None
-        except orjson.JSONDecodeError:
-            message = None
-        if isinstance(message, dict):
-            status, out = 200, to_chat_completion(message, model=model, created=_now())
-        else:
-            status, out = to_openai_error(
-                response.status if response.status != 200 else 502, payload
-            )
-        return UpstreamReply(status, headers, orjson.dumps(out), None, _noop)
+            payload = await read_body(response)
+        finally:
+            await release(response)
+        reply = _body_reply(response, payload, model=str(body.get("model", "")))
+        return reply._replace(sent_bytes=len(data))
 
     def _stream_reply(self, response: aiohttp.ClientResponse, body: JSON) -> UpstreamReply:
         options = body.get("stream_options") or {}
@@ -134,39 +108,94 @@ class AnthropicUpstream:
             include_usage=bool(options.get("include_usage")),
             created=_now(),
         )
-        events = translated_events(response, translator, idle_timeout_s=self._idle_timeout_s)
+        events = translated_events(response, translator, idle_s=self._timeouts.idle_s)
 
-        async def release() -> None:
+        async def release_stream() -> None:
             await events.aclose()
-            response.release()
+            await release(response)
 
         headers = response_headers(response.headers, content_type=SSE_TYPE)
         headers["cache-control"] = "no-cache"
-        return UpstreamReply(200, headers, None, events, release)
+        return UpstreamReply(200, headers, None, events, release_stream)
 
 
-@asynccontextmanager
-async def _failures_mapped(seconds: float) -> AsyncIterator[None]:
-    """Bound a step by `seconds`; map transport failures to the proxy's upstream errors."""
+def request_headers(
+    client: Mapping[str, str], *, api_key: str | None, version: str
+) -> dict[str, str]:
+    """Headers for `/v1/messages`: the key, the version (the client's wins), the client's beta."""
+    lowered = {name.lower(): value for name, value in client.items()}
+    headers = {"content-type": "application/json", "anthropic-version": version}
+    headers.update({name: lowered[name] for name in PASSED_REQUEST_HEADERS if name in lowered})
+    if api_key:
+        headers["x-api-key"] = api_key
+    return headers
+
+
+def response_headers(upstream: Mapping[str, str], *, content_type: str) -> dict[str, str]:
+    """The upstream headers worth relaying (Retry-After, request id, rate limits)."""
+    out = {"content-type": content_type}
+    for name, value in upstream.items():
+        lower = name.lower()
+        if lower in RELAYED_RESPONSE_HEADERS or lower.startswith(RELAYED_RESPONSE_PREFIXES):
+            out[lower] = value
+    if "request-id" in out:
+        out["x-request-id"] = out["request-id"]
+    return out
+
+
+def _body_reply(response: aiohttp.ClientResponse, payload: bytes, *, model: str) -> UpstreamReply:
+    headers = response_headers(response.headers, content_type=JSON_TYPE)
     try:
-        async with asyncio.timeout(seconds):
-            yield
-    except TimeoutError as exc:  # the bound, or aiohttp's connect timeout (a TimeoutError too)
-        raise UpstreamTimeout(f"upstream did not answer in time ({type(exc).__name__})") from exc
+        message = orjson.loads(payload) if response.status == 200 else None
+    except orjson.JSONDecodeError:
+        message = None
+    if isinstance(message, dict):
+        status, out = 200, to_chat_completion(message, model=model, created=_now())
+    else:
+        status, out = to_openai_error(response.status if response.status != 200 else 502, payload)
+    return UpstreamReply(status, headers, orjson.dumps(out), None, _released)
+
+
+async def translated_events(
+    response: aiohttp.ClientResponse, translator: AnthropicStreamTranslator, *, idle_s: float
+) -> AsyncGenerator[bytes, None]:
+    """OpenAI chunk SSE bytes for an Anthropic event stream, as the events arrive."""
+    decoder = SSEDecoder()
+    body = iter_body(response, idle_s=idle_s)
+    try:
+        async for chunk in body:
+            out = b"".join(_translate(translator, event) for event in decoder.feed(chunk))
+            if out:
+                yield out
+            if translator.done:
+                return
+    except UpstreamIdle:
+        message = f"upstream sent nothing for {idle_s:g}s"
+        yield translator.fail(message, "upstream_error", "upstream_timeout")
+        return
     except aiohttp.ClientError as exc:
-        raise UpstreamUnreachable(f"upstream unreachable ({type(exc).__name__})") from exc
-
-
-async def _read_all(response: aiohttp.ClientResponse) -> bytes:
-    try:
-        return await response.read()
+        message = f"upstream connection lost: {type(exc).__name__}"
+        yield translator.fail(message, "upstream_error", "upstream_unreachable")
+        return
     finally:
-        response.release()
+        await body.aclose()
+    message = "upstream stream ended before message_stop"
+    yield translator.fail(message, "upstream_error", "upstream_unreachable")
+
+
+def _translate(translator: AnthropicStreamTranslator, event: SSEvent) -> bytes:
+    if event.is_comment_only or not event.data:
+        return b""
+    try:
+        data = orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        return b""
+    return translator.feed(event.event, data) if isinstance(data, dict) else b""
 
 
 def _now() -> int:
     return int(time.time())
 
 
-async def _noop() -> None:
-    return None
+async def _released() -> None:
+    """The `release` of a reply whose body was read whole: its connection is back already."""

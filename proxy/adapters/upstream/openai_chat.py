@@ -1,14 +1,22 @@
-"""An OpenAI-compatible upstream: the body goes as is; the answer comes back as bytes."""
+"""An OpenAI-compatible upstream: the body goes as is; the answer comes back as bytes, through the
+one upstream transport (`proxy.adapters.upstream.transport`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import aiohttp
 import orjson
 
 from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
-from proxy.adapters.upstream.transport import Timeouts, iter_body, open_response, read_body
+from proxy.adapters.upstream.transport import (
+    Timeouts,
+    iter_body,
+    open_response,
+    read_body,
+    release,
+)
 from proxy.ports import UpstreamReply
 from proxy.types import JSON
 
@@ -47,24 +55,17 @@ class OpenAIUpstream:
         )
         relayed = client_response_headers(response.headers, decoded_body=True)
 
-        async def release() -> None:
-            # A finished body returns its connection to the pool; an unfinished one (a client
-            # gone mid-stream, a cancelled request) is closed so the upstream stops generating.
-            if response.content.at_eof():
-                response.release()
-            else:
-                response.close()
-
         streaming = response.status == 200 and "text/event-stream" in response.headers.get(
             "Content-Type", ""
         )
         if streaming:
             stream = iter_body(response, idle_s=self._timeouts.idle_s)
-            return UpstreamReply(response.status, relayed, None, stream, release, len(data))
+            released = functools.partial(release, response)
+            return UpstreamReply(response.status, relayed, None, stream, released, len(data))
         try:
             answer = await read_body(response)
         finally:
-            await release()
+            await release(response)
         return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
 
 

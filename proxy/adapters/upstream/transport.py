@@ -1,5 +1,9 @@
-"""Opening an upstream response, and reading it with bounded silences.
+"""The one HTTP transport to upstreams, with one timeout policy: both upstream adapters and the
+pass-through open their responses here and read them with bounded silences.
 
+`Timeouts` are an upstream's settings (`timeouts_of`): a new connection must open within
+`connect_s`; a stream's headers must come within `first_byte_s`, and then no silence in its body
+may last `idle_s`; a non-streaming call, body included, must end within `total_s`.
 Before the first byte: a refused or reset connection (or a stale pooled keep-alive one) is
 retried once on a fresh connection, then `UpstreamUnreachable`; a connect timeout, a stream's
 first-byte timeout or a whole call's total timeout is `UpstreamTimeout`. After the first byte
@@ -10,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.settings import UpstreamSettings
 
 RETRYABLE = (
     aiohttp.ClientConnectorError,
@@ -31,6 +36,16 @@ class Timeouts:
     idle_s: float = 300.0
     total_s: float = 600.0
     """For a whole non-streaming call; streams have no total bound."""
+
+
+def timeouts_of(upstream: UpstreamSettings) -> Timeouts:
+    """The timeouts an upstream's settings name."""
+    return Timeouts(
+        connect_s=upstream.connect_timeout_s,
+        first_byte_s=upstream.first_byte_timeout_s,
+        idle_s=upstream.idle_timeout_s,
+        total_s=upstream.timeout_s,
+    )
 
 
 class UpstreamIdle(Exception):
@@ -90,7 +105,9 @@ async def _request(
     )
 
 
-async def iter_body(response: aiohttp.ClientResponse, *, idle_s: float) -> AsyncIterator[bytes]:
+async def iter_body(
+    response: aiohttp.ClientResponse, *, idle_s: float
+) -> AsyncGenerator[bytes, None]:
     """The body's bytes as they arrive; `UpstreamIdle` after a silence over `idle_s`.
 
     A connection cut before the body ended raises `aiohttp.ClientPayloadError` (or a
@@ -153,3 +170,13 @@ async def read_body(response: aiohttp.ClientResponse) -> bytes:
         raise UpstreamTimeout("upstream did not finish in time") from exc
     except aiohttp.ClientError as exc:
         raise UpstreamUnreachable(f"upstream cut the response: {type(exc).__name__}") from exc
+
+
+async def release(response: aiohttp.ClientResponse) -> None:
+    """Give the response back: a finished body returns its connection to the pool; an unfinished
+    one (a client gone mid-stream, a cancelled request) is closed, so the upstream stops
+    generating."""
+    if response.content.at_eof():
+        response.release()
+    else:
+        response.close()

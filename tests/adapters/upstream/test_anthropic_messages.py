@@ -15,6 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
+from proxy.adapters.upstream.transport import Timeouts
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.ports import UpstreamReply
 from proxy.sse import SSEDecoder
@@ -195,16 +196,18 @@ async def test_error_event_mid_stream_ends_with_an_in_band_error(harness: Harnes
 
 async def test_an_idle_gap_ends_the_stream_with_an_in_band_error(harness: Harness) -> None:
     harness.fake.script(text("slow", stall_s=2.0))
-    payloads = await drain(await send(harness.upstream(idle_timeout_s=0.2), chat(stream=True)))
+    payloads = await drain(
+        await send(harness.upstream(timeouts=Timeouts(idle_s=0.2)), chat(stream=True))
+    )
     assert json.loads(payloads[-1])["error"]["code"] == "upstream_timeout"
 
 
 async def test_no_first_byte_in_time_raises_upstream_timeout(harness: Harness) -> None:
     harness.fake.script(text("late", delay_s=2.0), text("late", delay_s=2.0))
     with pytest.raises(UpstreamTimeout):
-        await send(harness.upstream(first_byte_timeout_s=0.2), chat(stream=True))
+        await send(harness.upstream(timeouts=Timeouts(first_byte_s=0.2)), chat(stream=True))
     with pytest.raises(UpstreamTimeout):
-        await send(harness.upstream(timeout_s=0.2), chat())
+        await send(harness.upstream(timeouts=Timeouts(total_s=0.2)), chat())
 
 
 async def test_a_refused_connection_raises_upstream_unreachable() -> None:
