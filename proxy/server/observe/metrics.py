@@ -6,9 +6,17 @@ error boundary) counts every HTTP request, also those that fail before a trace e
 Labels are bounded sets only: the tenant (from the config), the route *pattern*, the status, a
 stage name, a compaction outcome and reason. Never a session id, a key, a model name (client-chosen)
 or content. `GET /metrics` renders the registry in the Prometheus text format.
+
+Where one request's usage and stage counters land: `TenantSeries`, the series of one tenant that
+`Metrics.on_request` adds to on every request (created at the tenant's first request, the token
+series at its first request with usage), and `stage_totals`, a request's `Tally` summed into the
+counter names those series are keyed by. Recording is plain arithmetic on the event loop
+(`proxy.server.observe.series`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
@@ -18,24 +26,14 @@ from proxy.compaction.compactor import CompactionOutcome
 from proxy.engine.tally import Tally
 from proxy.errors import CtxProxyError
 from proxy.server.appkeys import ENGINE, RequestScope, caller_of
-from proxy.server.observe.series import Counter, Families, Histogram
-from proxy.server.observe.tenant_series import TenantSeries, stage_totals
+from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe.trace import Trace
+from proxy.usage import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 SUMMARIZER_REASONS = frozenset(
     {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
 )
-
-__all__ = [
-    "LATENCY_BUCKETS",
-    "METRICS",
-    "SUMMARIZER_REASONS",
-    "Metrics",
-    "count_request",
-    "metrics_endpoint",
-]
-
 
 class Metrics:
     """The proxy's metrics, exported through a registry of their own (no global registry: one per
@@ -160,3 +158,67 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
         metrics.set_store_degraded(not await engine.store.ping())
     body = generate_latest(metrics.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+TOKEN_KINDS = ("prompt", "cached", "cache_creation", "completion")
+CUT_ACTIONS = ("pruned", "replayed", "persisted", "truncated")
+SUMMED = frozenset({"chars_pruned", *CUT_ACTIONS})
+"""Counters summed over every stage's report (as `Tally.chars_pruned` is)."""
+OWN_COUNTERS: Mapping[str, frozenset[str]] = {
+    "budgets": SUMMED | {"chars_saved"},
+    "validate": SUMMED | {"repairs", "client_violations"},
+}
+"""Counters read from one stage's report only, by stage."""
+
+
+class TenantSeries:
+    """A tenant's series that every request touches, created at its first request; the token
+    series at its first request with usage."""
+
+    __slots__ = ("_tenant", "_token_kinds", "_tokens", "added_s", "stage_counters")
+
+    def __init__(self, metrics: Metrics, tenant: str) -> None:
+        self._tenant = tenant
+        self._tokens = metrics.tokens
+        self._token_kinds: tuple[CounterSeries, ...] = ()
+        self.added_s = metrics.added_s.labels(tenant)
+        self.stage_counters: dict[str, CounterSeries] = {
+            "chars_pruned": metrics.chars.labels(tenant, "prune"),
+            "chars_saved": metrics.chars.labels(tenant, "budgets"),
+            "persisted_chars": metrics.persisted_chars.labels(tenant),
+            **{action: metrics.tool_results.labels(tenant, action) for action in CUT_ACTIONS},
+            "repairs": metrics.repairs.labels(tenant),
+            "client_violations": metrics.client_violations.labels(tenant),
+        }
+
+    def add_tokens(self, usage: Usage) -> None:
+        if not self._token_kinds:
+            self._token_kinds = tuple(self._tokens.labels(self._tenant, k) for k in TOKEN_KINDS)
+        prompt, cached, creation, completion = self._token_kinds
+        # Usage counts are never negative (`usage._int`); zero ones are not added.
+        if usage.prompt_tokens:
+            prompt.value += usage.prompt_tokens
+        if usage.cached_tokens:
+            cached.value += usage.cached_tokens
+        if usage.cache_creation_tokens:
+            creation.value += usage.cache_creation_tokens
+        if usage.completion_tokens:
+            completion.value += usage.completion_tokens
+
+
+def stage_totals(tally: Tally) -> dict[str, int]:
+    """The non-zero stage counters the metrics add up: `SUMMED` over every stage,
+    `OWN_COUNTERS` from their stage only, and `persisted_chars` (the length of every persisted
+    output)."""
+    totals: dict[str, int] = {}
+    for stage, counters in tally.stages.items():
+        if counters:
+            wanted = OWN_COUNTERS.get(stage, SUMMED)
+            for name, value in counters.items():
+                if name in wanted:
+                    totals[name] = totals.get(name, 0) + value
+    if tally.outputs:
+        persisted = sum(map(len, tally.outputs.values()))
+        if persisted:
+            totals["persisted_chars"] = persisted
+    return totals
