@@ -81,7 +81,7 @@ def skip_record(patches: Patches) -> None:
 
     async def record(self: ContextEngine, _: Prepared, *, events: Any = (), **__: Any) -> bool:
         for event in events:  # the request's events, which otherwise ride with the record
-            await self.store.emit_event(event)
+            await self._sessions.emit_event(event)  # the whole store, at run time
         return True
 
     patches.replace(ContextEngine, "record", record)

@@ -11,12 +11,11 @@ from benchmarks import targets
 from benchmarks.payloads import MODEL, load_trace
 from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.stored import CompactSettings
 from proxy.config import load_settings
 from proxy.engine.engine import ContextEngine
 from proxy.engine.stack import build_stack
 from proxy.ports import StateStore
-from proxy.server.app import make_workspace
+from proxy.server.factories import make_workspace
 from proxy.usage import Usage
 
 HISTORY_TRACE = "claudecode-spotter__fa812bfe-seg1.json"
@@ -29,9 +28,10 @@ def make_engine(tmp: Path, store: StateStore | None = None) -> ContextEngine:
     tenant = settings.tenants["default"]
     store = store or MemoryStore()
     return ContextEngine(
-        store=store,
+        sessions=store,
+        outputs=store,
         workspace=make_workspace(settings),
-        compactor=Compactor(store=store, summarizers={}, settings=CompactSettings()),
+        compactor=Compactor(store=store, summarizers={}),
         stacks={"default": build_stack(tenant, settings.upstreams[tenant.upstream])},
         upstreams=settings.upstreams,
     )

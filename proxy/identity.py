@@ -28,19 +28,6 @@ def safe_id(value: str) -> str:
     return "h-" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def session_id(
-    *,
-    tenant: str,
-    headers: Mapping[str, str],
-    body: Mapping[str, Any],
-    client_system: Sequence[Message],
-    history: Sequence[Message],
-) -> str:
-    """The session of a request, by the ladder above."""
-    given = explicit_session_id(headers, body)
-    return given if given is not None else derived_session_id(tenant, client_system, history)
-
-
 def explicit_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     """The session id the client named (made safe), or None: then it is derived."""
     for name in SESSION_HEADERS:

@@ -1,5 +1,11 @@
 """The seams the core depends on. Adapters in `proxy/adapters/` implement them.
 
+The state store is one backend split by who needs what: `SessionStore` (the engine: a session's
+state), `CompactionStore` (the compactor: archive, lock, fenced save), `OutputStore` (persisted
+tool outputs), `EventStore` (the events stream), `SessionViews` (the operator's reads);
+`StateStore` is all of them, with `ping` and `close`, for the app factory that wires them.
+`Summarizer`, `WorkspaceSource` and `Upstream` are the other edges.
+
 Every port method is async except `WorkspaceSource.view` (a few `stat` calls, cached by mtime).
 A store method that cannot reach its backend raises `StoreUnavailable`; callers degrade.
 """
@@ -12,10 +18,8 @@ from typing import NamedTuple, Protocol
 from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
 
 
-class StateStore(Protocol):
-    """Session state, archives, persisted outputs, locks and events (Redis or in-memory)."""
-
-    async def ping(self) -> bool: ...
+class SessionStore(Protocol):
+    """A session's state: read before a request's stages run, written after it is answered."""
 
     async def load(self, tenant: str, session: str) -> SessionState:
         """State, sticky decisions and stored compactions of a session, in one round trip."""
@@ -32,8 +36,13 @@ class StateStore(Protocol):
         events: Sequence[Mapping[str, str]] = (),
     ) -> None:
         """Set state fields, add to counters, add sticky decisions, touch the session; TTL all.
-        `events` go to the events stream in the same write (as `emit_event`, in order)."""
+        `events` go to the events stream in the same write (as `EventStore.emit_event`, in
+        order)."""
         ...
+
+
+class CompactionStore(Protocol):
+    """What the compactor writes: the archive, the session lock and the fenced save."""
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         """Append a full client history to the session archive; return the entry id."""
@@ -62,9 +71,17 @@ class StateStore(Protocol):
         """Release the lock only if `token` still owns it."""
         ...
 
+
+class OutputStore(Protocol):
+    """Full tool outputs that a `<persisted-output>` block stands for, by tenant and id."""
+
     async def put_output(self, tenant: str, output_id: str, text: str) -> None: ...
 
     async def get_output(self, tenant: str, output_id: str) -> str | None: ...
+
+
+class EventStore(Protocol):
+    """The capped stream of request and compaction events."""
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         """Append to the capped events stream."""
@@ -76,6 +93,10 @@ class StateStore(Protocol):
         """Events after `last_id` (`$` = only new ones), waiting up to `block_ms`."""
         ...
 
+
+class SessionViews(Protocol):
+    """The operator's reads of the sessions."""
+
     async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
         """State hashes of the most recently used sessions (all tenants when tenant is None)."""
         ...
@@ -83,6 +104,13 @@ class StateStore(Protocol):
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
         """State, stored compactions and archive length of one session, or None."""
         ...
+
+
+class StateStore(SessionStore, CompactionStore, OutputStore, EventStore, SessionViews, Protocol):
+    """All of the above in one backend (Redis or in-memory), as the app factory builds it and
+    hands each user the port it needs; plus its health and its end."""
+
+    async def ping(self) -> bool: ...
 
     async def close(self) -> None: ...
 

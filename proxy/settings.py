@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from proxy.compaction.stored import CompactSettings
+from proxy.compaction.policy import CompactSettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings

@@ -111,6 +111,9 @@ class Turn(NamedTuple):
     workspace: WorkspaceView = _NO_WORKSPACE
     cache_style: CacheStyle = "openai"
     model_window: int = 128_000
+    applied: StoredCompaction | None = None
+    """The stored compaction the client's history begins with (the longest that matches), matched
+    once per request before the stages run; the compact stage puts its replacement in place."""
 
 
 class Draft(NamedTuple):

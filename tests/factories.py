@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.compaction.plan import plan_compaction
+from proxy.compaction.policy import CompactSettings
 from proxy.engine.pipeline import draft_from_body
 from proxy.engine.prepared import Prepared
 from proxy.engine.tally import tally
+from proxy.history import history_salt, longest_matching
 from proxy.server.observe.trace import Trace
 from proxy.server.relay import Relayed
-from proxy.types import Draft, Message, SessionState, StageReport, Turn, WorkspaceView
+from proxy.types import JSON, Draft, Message, SessionState, StageReport, Turn, WorkspaceView
 from proxy.usage import Usage
 
 
@@ -65,6 +69,45 @@ def turn(
         now=now,
         state=state or SessionState(),
         workspace=workspace or WorkspaceView(),
+        **kw,
+    )
+
+
+def matched_turn(client: Draft, state: SessionState, **kw: Any) -> Turn:
+    """A turn of `state` whose `applied` is the stored compaction `client` begins with, as the
+    engine matches it before the stages run."""
+    tenant = kw.pop("tenant", "default")
+    salt = history_salt(tenant, client.system.client)
+    applied = longest_matching(client.messages, state.compactions, salt=salt)
+    return turn(state=state, tenant=tenant, applied=applied, **kw)
+
+
+def compaction_job(
+    client: Draft,
+    *,
+    settings: CompactSettings,
+    working: Sequence[Message] | None = None,
+    prefix_body_for: Callable[[Sequence[Message]], JSON] | None = None,
+    **kw: Any,
+) -> CompactionJob:
+    """The job the engine would build for `client` (its working history `working`, the client's
+    own by default): the plan by `settings`, the prefix body by `prefix_body_for`."""
+    history = tuple(working if working is not None else client.messages)
+    plan = plan_compaction(history, keep_recent=settings.keep_recent)
+    use_transcript = kw.pop("use_transcript", False)
+    render = plan is not None and prefix_body_for is not None and not use_transcript
+    return CompactionJob(
+        tenant=kw.pop("tenant", "default"),
+        session=kw.pop("session", "s1"),
+        client_history=client.messages,
+        client_system=client.system.client,
+        working=history,
+        plan=plan,
+        prefix_body=prefix_body_for(history[: plan.split]) if render and plan else None,
+        model=kw.pop("model", "gpt-4o"),
+        api_key=kw.pop("api_key", None),
+        use_transcript=use_transcript,
+        settings=settings,
         **kw,
     )
 

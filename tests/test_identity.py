@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.identity import derived_session_id, safe_id, session_id
+from proxy.identity import derived_session_id, explicit_session_id, safe_id
 from tests.factories import system, user
 
 
 def sid(headers: dict[str, str] | None = None, **body: object) -> str:
-    return session_id(
-        tenant="t",
-        headers=headers or {},
-        body=body,
-        client_system=[system("S")],
-        history=[user("first")],
-    )
+    """The ladder as the chat route climbs it: the client's id, else the derived one."""
+    given = explicit_session_id(headers or {}, body)
+    return given if given is not None else derived_session_id("t", [system("S")], [user("first")])
 
 
 def test_header_wins_over_everything() -> None:
@@ -39,9 +35,7 @@ def test_ladder_order(headers: dict[str, str], body: dict[str, object], expected
 
 def test_without_any_id_the_session_is_derived_and_stable() -> None:
     assert sid() == sid() == derived_session_id("t", [system("S")], [user("first")])
-    other = session_id(
-        tenant="t2", headers={}, body={}, client_system=[system("S")], history=[user("first")]
-    )
+    other = derived_session_id("t2", [system("S")], [user("first")])
     assert other != sid()
 
 

@@ -3,8 +3,7 @@
 Two sources: Redis directly (`--redis URL [--prefix P]`, through `RedisStore`, refreshed from the
 events stream) and a running proxy (`--url http://… --key TOKEN`, through `GET /v1/ctx/sessions`,
 polled). Without either, the config decides: its Redis store, or the proxy it describes.
-The sources are `proxy.cli.source` (re-exported here); rendering is
-`proxy.cli.view` (pure).
+The sources are `proxy.cli.source`; rendering is `proxy.cli.view` (pure).
 """
 
 from __future__ import annotations
@@ -26,21 +25,6 @@ from proxy.cli.source import Event, HttpSource, RedisSource, SessionSource
 from proxy.cli.view import SessionKey, session_detail_view, sessions_table
 from proxy.config import cli_key, load_settings
 from proxy.errors import StoreUnavailable
-
-__all__ = [
-    "Event",
-    "HttpSource",
-    "RedisSource",
-    "SessionSource",
-    "add_sessions_command",
-    "open_source",
-    "remember",
-    "run_list",
-    "run_sessions",
-    "run_show",
-    "run_watch",
-    "watch_frames",
-]
 
 
 def remember(last: dict[SessionKey, Event], events: list[Event]) -> None:

@@ -1,12 +1,13 @@
 """The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3).
 
-Only ports are used here (`StateStore`, `Summarizer`); every decision is a pure function of
-`proxy.compaction.stored` (when) or `proxy.compaction.plan` (what is cut and what replaces
-it). Outcomes, never exceptions: a failed compaction leaves the request as it
-was (`messages` = the working history) and nothing stored. The job, its outcome and the mapping
-of working indices to client ones are in `proxy.compaction.job`; the summary step is in
-`proxy.compaction.summary`; the background tasks (`start_background`, `running`, `aclose`) in
-`proxy.compaction.tasks`.
+Only ports are used here (`CompactionStore`, `Summarizer`); every decision is a pure function
+(`proxy.compaction.plan`: what is cut and what replaces it; `proxy.compaction.prompt`: the
+summarizer's request and the reading of its answer; `proxy.compaction.stored`: the compaction to
+store). Outcomes, never exceptions: a failed compaction leaves the request as it was (`messages` =
+the working history) and nothing stored; only a cancellation propagates, and it stores nothing.
+
+Sync mode runs a job now (`run`); async mode starts it in a background task (`start_background`),
+at most one per session, a reference to each kept; `aclose` cancels and awaits them all.
 """
 
 from __future__ import annotations
@@ -15,74 +16,48 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 
 import orjson
 
-from proxy.compaction import stored as decide
+from proxy.compaction import plan as decide
+from proxy.compaction import prompt
 from proxy.compaction.job import CompactionJob, CompactionOutcome, Status, client_covers
-from proxy.compaction.stored import CompactionPlan, CompactSettings
-from proxy.compaction.summary import compacted_history, stored_compaction, summarize
-from proxy.compaction.tasks import CompactionTasks
-from proxy.ports import StateStore, Summarizer
-from proxy.types import JSON, Message, StoredCompaction
-
-__all__ = ["CompactionJob", "CompactionOutcome", "Compactor", "client_covers"]
+from proxy.compaction.plan import CompactionPlan
+from proxy.compaction.stored import stored_compaction
+from proxy.ports import CompactionStore, Summarizer
+from proxy.types import Message, StoredCompaction
 
 log = logging.getLogger(__name__)
 
-SummarizerSource = Mapping[str, Summarizer] | Callable[[str], Summarizer]
+OnDone = Callable[[CompactionOutcome], Awaitable[None]]
 
 
-class Compactor(CompactionTasks):
-    """Compacts sessions through the ports; holds a reference to every background task."""
+class Compactor:
+    """Compacts sessions through the ports; holds a reference to every background task.
+    `summarizers` are by upstream name."""
 
     def __init__(
         self,
         *,
-        store: StateStore,
-        summarizers: SummarizerSource,
-        settings: CompactSettings,
+        store: CompactionStore,
+        summarizers: Mapping[str, Summarizer],
         lock_ttl_ms: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._summarizers = summarizers
-        self._settings = settings
         self._lock_ttl_ms = lock_ttl_ms
         self._clock = clock
         self._tasks: set[asyncio.Task[CompactionOutcome]] = set()
         self._running: dict[tuple[str, str], asyncio.Task[CompactionOutcome]] = {}
 
-    async def compact(
-        self,
-        *,
-        tenant: str,
-        session: str,
-        client_history: Sequence[Message],
-        client_system: Sequence[Message],
-        working: Sequence[Message],
-        prefix_body_for: Callable[[Sequence[Message]], JSON],
-        model: str,
-        api_key: str | None,
-        applied: StoredCompaction | None = None,
-        upstream: str | None = None,
-        use_transcript: bool = False,
-        settings: CompactSettings | None = None,
-    ) -> CompactionOutcome:
-        """Compact one session now (sync mode); the arguments are described on `CompactionJob`.
-        Never raises, except on cancellation, which stores nothing."""
-        job = CompactionJob(
-            tenant, session, tuple(client_history), tuple(client_system), tuple(working),
-            prefix_body_for, model, api_key, applied, upstream, use_transcript, settings,
-        )  # fmt: skip
-        return await self.run(job)
-
     async def run(self, job: CompactionJob) -> CompactionOutcome:
-        settings = job.settings or self._settings
+        """Compact one session now. Never raises, except on cancellation (nothing stored)."""
+        settings = job.settings
         if not settings.enabled:
             return _outcome(job, "skipped", "disabled")
-        plan = decide.plan_compaction(job.working, keep_recent=settings.keep_recent)
+        plan = job.plan
         sizes = {"working_len": len(job.working), "client_len": len(job.client_history)}
         covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
         if plan is None or not covers:
@@ -98,7 +73,7 @@ class Compactor(CompactionTasks):
         if token is None:
             return _outcome(job, "skipped", "locked")
         try:
-            return await self._locked(job, settings, plan, covers, summarizer, token)
+            return await self._locked(job, plan, covers, summarizer, token)
         finally:
             with contextlib.suppress(Exception):
                 await self._store.release_lock(job.tenant, job.session, token)
@@ -106,7 +81,6 @@ class Compactor(CompactionTasks):
     async def _locked(
         self,
         job: CompactionJob,
-        settings: CompactSettings,
         plan: CompactionPlan,
         covers: int,
         summarizer: Summarizer,
@@ -117,12 +91,19 @@ class Compactor(CompactionTasks):
         archive_id = await self._archive(job)
         if archive_id is None:
             return _outcome(job, "failed", "archive")
-        summary, reason = await summarize(job, settings, plan, summarizer)
+        summary, reason = await summarize(job, plan, summarizer)
         if not summary:
             return _outcome(job, "failed", reason)
-        messages = compacted_history(job, settings, plan, covers, summary)
+        messages = compacted_history(job, plan, covers, summary)
         compaction = stored_compaction(
-            job, plan, covers, messages, created_at=self._clock(), archive_id=archive_id
+            job.client_history,
+            job.client_system,
+            tenant=job.tenant,
+            covers=covers,
+            # what replaces the client's history[:covers]: the messages without their kept tail
+            replacement=messages[: len(messages) - (len(job.working) - plan.split)],
+            created_at=self._clock(),
+            archive_id=archive_id,
         )
         return await self._save(job, messages, compaction, token)
 
@@ -156,11 +137,87 @@ class Compactor(CompactionTasks):
 
     def _summarizer(self, name: str | None) -> Summarizer | None:
         source = self._summarizers
-        if not isinstance(source, Mapping):
-            return source(name or "")
         if name is None and len(source) == 1:
             return next(iter(source.values()))
         return source.get(name or "")
+
+    def running(self, tenant: str, session: str) -> bool:
+        return (tenant, session) in self._running
+
+    def start_background(self, job: CompactionJob, *, on_done: OnDone | None = None) -> bool:
+        """Async mode: compact in a task (at most one per session); False if one is running.
+
+        The job is deep-copied first; `on_done` is awaited with the outcome (its errors logged).
+        """
+        key = (job.tenant, job.session)
+        if key in self._running:
+            return False
+        task = asyncio.create_task(self._background(job.detached(), on_done))
+        self._tasks.add(task)
+        self._running[key] = task
+        task.add_done_callback(lambda done: self._forget(key, done))
+        return True
+
+    async def _background(self, job: CompactionJob, on_done: OnDone | None) -> CompactionOutcome:
+        outcome = await self.run(job)
+        log.info("background compaction %s/%s: %s", job.tenant, job.session, outcome.reason)
+        if on_done is not None:
+            try:
+                await on_done(outcome)
+            except Exception:
+                log.exception("compaction on_done callback failed")
+        return outcome
+
+    def _forget(self, key: tuple[str, str], task: asyncio.Task[CompactionOutcome]) -> None:
+        self._tasks.discard(task)
+        if self._running.get(key) is task:
+            del self._running[key]
+
+    async def aclose(self) -> None:
+        """Cancel and await every background compaction (a cancelled one stores nothing)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def summarize(
+    job: CompactionJob, plan: CompactionPlan, summarizer: Summarizer
+) -> tuple[str, str]:
+    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`, `empty_summary`)."""
+    settings, model = job.settings, job.model
+    try:
+        if job.use_transcript:
+            prefix = job.working[: plan.split]
+            body = prompt.build_transcript_body(prefix, settings=settings, model=model)
+        elif job.prefix_body is None:
+            return "", "render"  # the prefix could not be rendered
+        else:
+            body = prompt.build_summary_body(job.prefix_body, settings=settings, model=model)
+    except Exception:
+        return "", "render"
+    try:
+        async with asyncio.timeout(settings.timeout_s):
+            text = await summarizer.complete(body, api_key=job.api_key)
+    except TimeoutError:
+        return "", "timeout"
+    except Exception as exc:
+        log.warning("summarizer failed: %s", type(exc).__name__)
+        return "", "summarizer"
+    summary = prompt.extract_summary(text or "")
+    return summary, "" if summary else "empty_summary"
+
+
+def compacted_history(
+    job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
+) -> list[Message]:
+    """Summary, preserved tool content (taken from the client's unpruned messages), kept part."""
+    if job.applied is not None:
+        source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
+    else:
+        source = list(job.client_history[:covers])
+    preserved = decide.preserved_tool_content(source, settings=job.settings)
+    return decide.splice_summary(job.working, plan, summary, preserved=preserved)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:

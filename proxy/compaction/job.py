@@ -11,13 +11,13 @@ compaction `applied` (covering `c` client messages with a replacement of `r` mes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import orjson
 
-from proxy.compaction.stored import CompactSettings
+from proxy.compaction.plan import CompactionPlan
+from proxy.compaction.policy import CompactSettings
 from proxy.types import JSON, Message, StoredCompaction
 
 Status = Literal["done", "skipped", "failed"]
@@ -40,10 +40,12 @@ class CompactionJob:
 
     `client_history` / `client_system`: the client's messages as sent (history = after the
     leading system messages); `working`: the history after the stored compaction `applied`,
-    budgets and pruning; `prefix_body_for(messages)` renders a history prefix to the body that
-    would be sent upstream (system content, tools); `upstream` names the tenant's upstream, used
-    when `settings.summarizer_upstream` is unset; `use_transcript` asks for the plain-transcript
-    prompt (upstreams without prompt caching); `settings` overrides the compactor's.
+    budgets and pruning; `plan`: where `working` is cut (None: nothing to summarize);
+    `prefix_body`: the body the upstream would be sent for `working[:plan.split]` (system
+    content, tools, cache layout), which the summary request reuses so a provider cache serves
+    it, or None with `use_transcript` (the plain-transcript prompt, for upstreams without prompt
+    caching); `upstream` names the tenant's upstream, used when `settings.summarizer_upstream`
+    is unset.
     """
 
     tenant: str
@@ -51,21 +53,27 @@ class CompactionJob:
     client_history: tuple[Message, ...]
     client_system: tuple[Message, ...]
     working: tuple[Message, ...]
-    prefix_body_for: Callable[[Sequence[Message]], JSON]
+    plan: CompactionPlan | None
+    prefix_body: JSON | None
     model: str
     api_key: str | None
     applied: StoredCompaction | None = None
     upstream: str | None = None
     use_transcript: bool = False
-    settings: CompactSettings | None = None
+    settings: CompactSettings = CompactSettings()  # noqa: RUF009 (frozen: one shared default)
 
     def detached(self) -> CompactionJob:
-        """A deep copy of the message lists, for a task that outlives the request."""
-        history, system, working = orjson.loads(
-            orjson.dumps([self.client_history, self.client_system, self.working])
+        """A deep copy of the messages and the prefix body, for a task that outlives the
+        request."""
+        history, system, working, prefix = orjson.loads(
+            orjson.dumps([self.client_history, self.client_system, self.working, self.prefix_body])
         )
         return replace(
-            self, client_history=tuple(history), client_system=tuple(system), working=tuple(working)
+            self,
+            client_history=tuple(history),
+            client_system=tuple(system),
+            working=tuple(working),
+            prefix_body=prefix,
         )
 
 

@@ -4,24 +4,20 @@
 tool result is never kept apart from its call. `splice_summary` replaces the summarized part by
 one summary message followed by the tool output `preserved_tool_content` keeps. User messages
 starting with `SUMMARY_PREFIX` or `PRESERVED_PREFIX` are an earlier compaction's output. Used by
-`proxy.compaction.compactor` and `proxy.compaction.summary` around the summarizer call, never
-per request.
+`proxy.compaction.compactor` around the summarizer call, never per request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import orjson
 
+from proxy.compaction.policy import CompactSettings
 from proxy.stages.prune import truncation_marker
 from proxy.types import Message
 from proxy.usage import CHARS_PER_TOKEN
-
-if TYPE_CHECKING:  # only a type here: proxy.compaction.stored imports this module
-    from proxy.compaction.stored import CompactSettings
 
 SUMMARY_PREFIX = "[Conversation summary]\n"
 PRESERVED_PREFIX = "[Preserved tool output: "

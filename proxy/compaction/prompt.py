@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from proxy.compaction.plan import flatten_to_text
-from proxy.compaction.stored import OUTPUT_RESERVE_TOKENS, CompactSettings
+from proxy.compaction.policy import OUTPUT_RESERVE_TOKENS, CompactSettings
 from proxy.types import JSON, Message
 
 _BODY_KEYS = ("model", "messages", "tools", "prompt_cache_key", "user")

@@ -1,91 +1,23 @@
-"""Compaction: pure decisions around one summarizer call (DESIGN §3 Compaction, §4 Sessions).
+"""Stored compactions: made from a finished summary, applied to the requests that follow (DESIGN §3
+Compaction, §4 Sessions). Pure.
 
-`run` is the stage "apply stored compaction". The rest are the decisions
-`proxy.compaction.compactor` takes around the summarizer call: when to compact
-(`threshold_tokens`, `soft_threshold`,
-`should_compact`, on every request) and the stored compaction made from a cut; the cut and what
-replaces it are `proxy.compaction.plan`'s, the summarizer's request and answer
-`proxy.compaction.prompt`'s. Stored compactions are keyed on the client's own history
-(before budgets and pruning): the chain is always computed over the messages as the client sent
-them.
+A stored compaction replaces the first `covers` messages of the client's own history (before
+budgets and pruning: its key is the chained hash of exactly those messages as the client sent
+them, `proxy.history`). `stored_compaction` makes one from a compaction's cut; `run` is the stage
+"apply stored compaction": the engine matches the session's stored compactions against the
+client's history once per request (`Turn.applied`), and the stage puts the replacement in place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import orjson
 
-from proxy.compaction.plan import (
-    SUMMARY_PREFIX,
-    CompactionPlan,
-    plan_compaction,
-)
-from proxy.engine.memo import MatchMemo
-from proxy.history import prefix_hash
+from proxy.compaction.plan import CompactionPlan
+from proxy.compaction.policy import CompactSettings
+from proxy.history import history_salt, prefix_hash
 from proxy.types import Draft, Message, StageReport, StoredCompaction, Turn
-
-# `CompactionPlan`, `plan_compaction` and `SUMMARY_PREFIX` (proxy.compaction.plan) are
-# re-exported: proxy.compaction.compactor and the tests take them from this module.
-__all__ = [
-    "BUFFER_TOKENS",
-    "OUTPUT_RESERVE_TOKENS",
-    "SUMMARY_PREFIX",
-    "CompactSettings",
-    "CompactionPlan",
-    "applied_compaction",
-    "json_chars",
-    "make_compaction",
-    "plan_compaction",
-    "run",
-    "should_compact",
-    "soft_threshold",
-    "threshold_tokens",
-]
-
-OUTPUT_RESERVE_TOKENS = 20_000
-BUFFER_TOKENS = 13_000
-
-
-@dataclass(frozen=True, slots=True)
-class CompactSettings:
-    enabled: bool = True
-    threshold_tokens: int | Literal["auto"] = "auto"
-    keep_recent: int = 4
-    mode: Literal["sync", "async"] = "sync"
-    soft_ratio: float = 0.8
-    summarizer_upstream: str | None = None
-    summarizer_model: str | None = None
-    max_summary_words: int = 500
-    preserve_tools: tuple[str, ...] = ()
-    preserve_max_tokens: int = 5_000
-    preserve_total_tokens: int = 25_000
-    timeout_s: float = 120.0
-
-    def __post_init__(self) -> None:
-        if self.keep_recent < 0 or not 0 < self.soft_ratio <= 1 or self.timeout_s <= 0:
-            raise ValueError("compact: keep_recent >= 0, 0 < soft_ratio <= 1, timeout_s > 0")
-        if self.threshold_tokens != "auto" and self.threshold_tokens <= 0:
-            raise ValueError("compact: threshold_tokens must be positive or 'auto'")
-
-
-def threshold_tokens(settings: CompactSettings, *, model_window: int) -> int:
-    """The configured threshold, or `auto` = window − 20,000 (summary reserve) − 13,000 (buffer)."""
-    if settings.threshold_tokens == "auto":
-        return max(model_window - OUTPUT_RESERVE_TOKENS - BUFFER_TOKENS, 1)
-    return settings.threshold_tokens
-
-
-def should_compact(last_prompt_tokens: int, *, threshold: int) -> bool:
-    """True when the upstream-reported prompt size of the previous request exceeds `threshold`."""
-    return last_prompt_tokens > threshold
-
-
-def soft_threshold(threshold: int, *, settings: CompactSettings) -> int:
-    """Where async mode starts the summary in the background (`soft_ratio` × threshold)."""
-    return int(threshold * settings.soft_ratio)
 
 
 def make_compaction(
@@ -99,7 +31,7 @@ def make_compaction(
 ) -> StoredCompaction:
     """A stored compaction replacing the client's `history[:plan.split]` by `replacement`.
 
-    `plan.split` must be in client-history coordinates (see `proxy.compaction.compactor`)."""
+    `plan.split` must be in client-history coordinates (see `proxy.compaction.job`)."""
     return StoredCompaction(
         prefix_hash=prefix_hash(history, plan.split, salt=salt),
         covers=plan.split,
@@ -110,30 +42,38 @@ def make_compaction(
     )
 
 
+def stored_compaction(
+    client_history: Sequence[Message],
+    client_system: Sequence[Message],
+    *,
+    tenant: str,
+    covers: int,
+    replacement: Sequence[Message],
+    created_at: float,
+    archive_id: str,
+) -> StoredCompaction:
+    """The compaction to store: `replacement` stands for the client's `history[:covers]`; the
+    salt is the conversation's (its tenant and the client's system messages)."""
+    return make_compaction(
+        client_history,
+        CompactionPlan(split=covers),
+        replacement,
+        salt=history_salt(tenant, client_system),
+        created_at=created_at,
+        archive_id=archive_id,
+    )
+
+
 def json_chars(messages: Sequence[Message]) -> int:
     """The size of `messages` as JSON (bytes: characters for ASCII text)."""
     return len(orjson.dumps(list(messages)))
 
 
-def applied_compaction(
-    draft: Draft, turn: Turn, *, settings: CompactSettings, memo: MatchMemo | None = None
-) -> StoredCompaction | None:
-    """The stored compaction that `run` applies to `draft` (what `proxy.compaction.compactor` calls
-    `applied`), or None when disabled or when none matches (an edited history never matches).
-    A `memo` spares hashing again a history seen before."""
-    if not settings.enabled or not turn.state.compactions:
-        return None
-    memo = memo if memo is not None else MatchMemo(max_bytes=1)  # one that keeps nothing
-    return memo.applied(turn.tenant, draft.system.client, draft.messages, turn.state.compactions)
-
-
-def run(
-    draft: Draft, turn: Turn, *, settings: CompactSettings, memo: MatchMemo | None = None
-) -> tuple[Draft, StageReport]:
-    """Apply stored compaction: replace the longest stored prefix of the client's history by its
-    summary (see `applied_compaction`); otherwise the draft is returned unchanged."""
+def run(draft: Draft, turn: Turn, *, settings: CompactSettings) -> tuple[Draft, StageReport]:
+    """Apply stored compaction: replace the prefix of the client's history that `turn.applied`
+    covers by its summary; the draft is returned unchanged when disabled or when none applies."""
     before = len(draft.messages)
-    found = applied_compaction(draft, turn, settings=settings, memo=memo)
+    found = turn.applied if settings.enabled else None
     if found is not None:
         messages = (*found.replacement, *draft.messages[found.covers :])
         draft = Draft(body=draft.body, system=draft.system, messages=messages)

@@ -1,7 +1,7 @@
 """When a request compacts: now when due, in the background past the soft threshold (async
-mode), and what a finished background compaction leaves in the store; plus the `CompactionJob`
-it would run. The thresholds themselves are `proxy.compaction.stored`'s; `ContextEngine.prepare`
-asks `CompactionTrigger.compact_if_due`."""
+mode), and what a finished background compaction leaves in the store. The thresholds themselves
+are `proxy.compaction.policy`'s; `ContextEngine.prepare` asks `CompactionTrigger.compact_if_due`
+with the job it would run (built only if one runs)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from collections.abc import Awaitable, Callable
 
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.job import CompactionJob, CompactionOutcome
-from proxy.compaction.stored import CompactSettings
-from proxy.engine.stack import Stack
-from proxy.ports import StateStore
-from proxy.types import Draft, StoredCompaction, Turn
+from proxy.compaction.policy import CompactSettings
+from proxy.ports import SessionStore
+from proxy.types import Turn
 
 BackgroundHook = Callable[[str, str, CompactionOutcome], Awaitable[None]]
 """Told of every finished background compaction: (tenant, session, outcome)."""
@@ -23,7 +22,7 @@ class CompactionTrigger:
     def __init__(
         self,
         *,
-        store: StateStore,
+        store: SessionStore,
         compactor: Compactor,
         on_background: BackgroundHook | None = None,
     ) -> None:
@@ -65,39 +64,3 @@ class CompactionTrigger:
             )
         if self._on_background is not None:
             await self._on_background(tenant, session, outcome)
-
-
-def build_job(
-    stack: Stack,
-    client: Draft,
-    draft: Draft,
-    turn: Turn,
-    applied: StoredCompaction | None,
-    api_key: str | None,
-) -> CompactionJob:
-    """The `CompactionJob` for this request's working history (`prepare` builds it only when a
-    compaction starts)."""
-    return CompactionJob(
-        tenant=turn.tenant,
-        session=turn.session,
-        client_history=client.messages,
-        client_system=client.system.client,
-        working=draft.messages,
-        prefix_body_for=lambda messages: stack.prefix_body(draft, turn, messages),
-        model=turn.model,
-        api_key=api_key,
-        applied=applied,
-        upstream=stack.tenant.upstream,
-        use_transcript=turn.cache_style == "none",
-        settings=stack.tenant.compact,
-    )
-
-
-def applied_compaction(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None:
-    """The session's stored compaction that the client's history still begins with; None when
-    the session has none or none matches."""
-    if not turn.state.compactions:
-        return None
-    return stack.matches.applied(
-        turn.tenant, client.system.client, client.messages, turn.state.compactions
-    )

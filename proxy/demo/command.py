@@ -1,7 +1,7 @@
 """`ctxproxy demo`: the three mechanisms on a scripted agent session, offline and without a key.
 
 Starts, in process, a SIMULATED upstream (`proxy.demo.upstream`) and the proxy in front of it,
-then plays a short agent session through the `openai` SDK (`proxy.demo_run`). Before each request
+then plays a short agent session through the `openai` SDK (`proxy.demo.play`). Before each request
 it prints the token gauge (the prompt tokens the upstream reported last); it reports what
 bootstrap added, the moment a tool result is pruned and when the history is compacted, each
 measured by comparing what the agent sent with what the upstream received.

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from proxy.cli.view import context_bar
-from proxy.compaction.stored import CompactSettings
+from proxy.compaction.policy import CompactSettings
 from proxy.demo.script import FILES, LISTING, call_transcript
 from proxy.demo.upstream import Call, Say, SimulatedUpstream
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings

@@ -1,45 +1,46 @@
-"""The async shell around the pure pipeline: load a `Turn` (`proxy.engine.turn_loader`), run the
-stages, compact when due (`proxy.compaction.trigger`), and write what happened back to the store.
-No HTTP here; `proxy.server.chat` calls it.
+"""The async shell around the pure pipeline, in call order: load the request's `Turn` (session
+state, workspace view, clock, model window), match the session's stored compactions against the
+client's history (once), run the stages, compact when due (`proxy.compaction`), render, and write
+what happened back to the store. No HTTP here; `proxy.server.chat` calls it.
 
-The store is never a dependency of the request path: a failing store yields an empty state and
-the request goes through without state features (`Turn.state` empty, `degraded` set).
+The store is never a dependency of the request path: a store that cannot be read yields an empty
+state and the request goes through without state features (`degraded`); an unreadable workspace
+yields an empty view.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.stored import should_compact, soft_threshold, threshold_tokens
-from proxy.compaction.trigger import (
-    BackgroundHook,
-    CompactionTrigger,
-    applied_compaction,
-    build_job,
-)
+from proxy.compaction.job import CompactionJob
+from proxy.compaction.plan import plan_compaction
+from proxy.compaction.policy import should_compact, soft_threshold, threshold_tokens
+from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
 from proxy.engine.pipeline import draft_from_body, run_stages
 from proxy.engine.prepared import Prepared
 from proxy.engine.record import last_prompt_tokens, turn_record
 from proxy.engine.stack import Stack
 from proxy.engine.tally import tally
-from proxy.engine.turn_loader import TurnLoader
 from proxy.errors import StoreUnavailable
-from proxy.ports import StateStore, WorkspaceSource
+from proxy.models import context_window
+from proxy.ports import OutputStore, SessionStore, WorkspaceSource
 from proxy.settings import UpstreamSettings
-from proxy.types import JSON, Draft, Turn
+from proxy.types import JSON, Draft, SessionState, StoredCompaction, Turn, WorkspaceView
 from proxy.usage import Usage
 
-__all__ = ["BackgroundHook", "ContextEngine", "Prepared"]
+log = logging.getLogger(__name__)
 
 
 class ContextEngine:
     def __init__(
         self,
         *,
-        store: StateStore,
+        sessions: SessionStore,
+        outputs: OutputStore,
         workspace: WorkspaceSource,
         compactor: Compactor,
         stacks: Mapping[str, Stack],
@@ -47,20 +48,42 @@ class ContextEngine:
         clock: Callable[[], float] = time.time,
         on_background: BackgroundHook | None = None,
     ) -> None:
-        self.store = store
+        self._sessions = sessions
+        self._outputs = outputs
+        self._workspace = workspace
         self._compactor = compactor
         self._compaction = CompactionTrigger(
-            store=store, compactor=compactor, on_background=on_background
-        )
-        self._turns = TurnLoader(
-            store=store, workspace=workspace, stacks=stacks, upstreams=upstreams, clock=clock
+            store=sessions, compactor=compactor, on_background=on_background
         )
         self._stacks = stacks
+        self._upstreams = upstreams
         self._clock = clock
 
     async def load_turn(self, tenant: str, session: str, model: str) -> tuple[Turn, bool]:
         """The request's facts; `True` as second value when the store could not be read."""
-        return await self._turns.load_turn(tenant, session, model)
+        stack = self._stacks[tenant]
+        upstream = self._upstreams[stack.tenant.upstream]
+        degraded = False
+        try:
+            state = await self._sessions.load(tenant, session)
+        except StoreUnavailable:
+            state, degraded = SessionState(), True
+        try:
+            view = self._workspace.view(tenant, session)
+        except Exception:  # a workspace problem never fails a request
+            log.warning("workspace of %s unreadable", tenant)
+            view = WorkspaceView()
+        turn = Turn(
+            tenant=tenant,
+            session=session,
+            model=model,
+            now=self._clock(),
+            state=state,
+            workspace=view,
+            cache_style=upstream.cache_style,
+            model_window=stack.tenant.model_window or context_window(model),
+        )
+        return turn, degraded
 
     def derived_session_id(self, tenant: str, client: Draft) -> str:
         """`proxy.identity.derived_session_id` of the client's draft, remembered per tenant."""
@@ -86,15 +109,17 @@ class ContextEngine:
         settings = stack.tenant.compact
         if client is None:
             client = draft_from_body(body)
+        applied = matched_compaction(stack, client, turn)
+        if applied is not None:
+            turn = turn._replace(applied=applied)
         before = stack.before_degraded if store_degraded else stack.before
         draft, reports = run_stages(before, client, turn)
-        applied = applied_compaction(stack, client, turn)
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
         last = last_prompt_tokens(turn.state, line, covers)
-        job = functools.partial(build_job, stack, client, draft, turn, applied, api_key)
+        job = functools.partial(compaction_job, stack, client, draft, turn, api_key)
         due = force_compact or should_compact(last, threshold=threshold)
         outcome = await self._compaction.compact_if_due(
             settings, turn, job, due=due, soft=last >= soft_at
@@ -126,7 +151,7 @@ class ContextEngine:
         lost = 0
         for output_id, text in prepared.tally.outputs.items():
             try:
-                await self.store.put_output(prepared.turn.tenant, output_id, text)
+                await self._outputs.put_output(prepared.turn.tenant, output_id, text)
             except StoreUnavailable:
                 lost += 1
         return lost
@@ -147,7 +172,7 @@ class ContextEngine:
         )
         turn = prepared.turn
         try:
-            await self.store.record_turn(
+            await self._sessions.record_turn(
                 turn.tenant,
                 turn.session,
                 fields=fields,
@@ -158,3 +183,45 @@ class ContextEngine:
         except StoreUnavailable:
             return False
         return True
+
+
+def matched_compaction(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None:
+    """The session's stored compaction that the client's history still begins with (the longest);
+    None when the session has none or none matches (an edited history never matches)."""
+    if not turn.state.compactions:
+        return None
+    return stack.matches.applied(
+        turn.tenant, client.system.client, client.messages, turn.state.compactions
+    )
+
+
+def compaction_job(
+    stack: Stack, client: Draft, draft: Draft, turn: Turn, api_key: str | None
+) -> CompactionJob:
+    """The `CompactionJob` for this request's working history (`prepare` builds it only when a
+    compaction starts): where it is cut, and the body the upstream would be sent for the part
+    summarized (rendered here, so the compactor never calls back into the pipeline)."""
+    settings = stack.tenant.compact
+    plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
+    use_transcript = turn.cache_style == "none"
+    prefix_body = None
+    if plan is not None and not use_transcript:
+        try:
+            prefix_body = stack.prefix_body(draft, turn, draft.messages[: plan.split])
+        except Exception:  # the compactor reports it: failed, `render`
+            prefix_body = None
+    return CompactionJob(
+        tenant=turn.tenant,
+        session=turn.session,
+        client_history=client.messages,
+        client_system=client.system.client,
+        working=draft.messages,
+        plan=plan,
+        prefix_body=prefix_body,
+        model=turn.model,
+        api_key=api_key,
+        applied=turn.applied,
+        upstream=stack.tenant.upstream,
+        use_transcript=use_transcript,
+        settings=settings,
+    )

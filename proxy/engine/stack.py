@@ -33,7 +33,7 @@ class Stack:
     lineages: LineageMemo = field(default_factory=LineageMemo, compare=False)
     """The tenant's conversations' lineages (see `proxy.history.lineage`), remembered."""
     matches: MatchMemo = field(default_factory=MatchMemo, compare=False)
-    """Which stored compaction a history starts with, remembered; shared with the compact stage."""
+    """Which stored compaction a history starts with, remembered (`ContextEngine.prepare` asks)."""
 
     def render(self, draft: Draft, turn: Turn) -> tuple[JSON, StageReport]:
         """The outgoing body of a finished draft (cache layout)."""
@@ -98,7 +98,7 @@ def build_stack(
     systems = SystemDigests()  # one request asks the session id, lineage and match memos
     matches = MatchMemo(max_bytes=memo_bytes * 2 // 3, systems=systems)
     if tenant.compact.enabled:
-        before.append(("compact", partial(compact.run, settings=tenant.compact, memo=matches)))
+        before.append(("compact", partial(compact.run, settings=tenant.compact)))
     degraded = list(before)
     if tenant.budgets.enabled:
         memo = ErrorMemo(max_chars=memo_bytes // 6)  # by pattern and text: both variants share it

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from proxy.errors import BadRequest, NotFound, StoreUnavailable
 from proxy.identity import SAFE_ID
-from proxy.server.appkeys import ENGINE, LIFECYCLE, caller_of
+from proxy.server.appkeys import LIFECYCLE, STORE, caller_of
 from proxy.server.keys import Caller
 
 T = TypeVar("T")
@@ -24,7 +24,7 @@ async def readyz(request: web.Request) -> web.Response:
     phase = request.app[LIFECYCLE].phase
     if phase != "serving":
         return web.json_response({"status": phase}, status=503)
-    ok = await request.app[ENGINE].store.ping()
+    ok = await request.app[STORE].ping()
     return web.json_response({"status": "serving", "store": "ok" if ok else "degraded"})
 
 
@@ -33,7 +33,7 @@ async def get_output(request: web.Request) -> web.Response:
     output_id = request.match_info["id"]
     if not SAFE_ID.match(output_id):
         raise NotFound("No such output.")
-    text = await _store_call(request.app[ENGINE].store.get_output(caller.tenant, output_id))
+    text = await _store_call(request.app[STORE].get_output(caller.tenant, output_id))
     if text is None:
         raise NotFound("No such output.")
     return web.Response(text=text, content_type="text/plain")
@@ -43,7 +43,7 @@ async def list_sessions(request: web.Request) -> web.Response:
     caller = caller_of(request)
     limit = _limit(request.query.get("limit"))
     tenant = None if caller.admin and request.query.get("all") else caller.tenant
-    rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
+    rows = await _store_call(request.app[STORE].list_sessions(tenant, limit=limit))
     return web.json_response({"sessions": rows})
 
 
@@ -53,7 +53,7 @@ async def session_detail(request: web.Request) -> web.Response:
     session = request.match_info["id"]
     if not SAFE_ID.match(session):
         raise NotFound("No such session.")
-    detail = await _store_call(request.app[ENGINE].store.session_detail(tenant, session))
+    detail = await _store_call(request.app[STORE].session_detail(tenant, session))
     if detail is None:
         raise NotFound("No such session.")
     return web.json_response(detail)

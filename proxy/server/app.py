@@ -3,7 +3,7 @@
 Everything app-scoped is built in one `cleanup_ctx` and torn down in reverse: the HTTP client
 session, the state store, the upstream adapters, the summarizers, the compactor, the engine.
 `ports` lets a caller (tests, the demo) supply its own store or workspace. The adapters come from
-`proxy.server.factories` (re-exported here).
+`proxy.server.factories`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import aiohttp
 from aiohttp import web
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.stored import CompactSettings
 from proxy.compaction.trigger import BackgroundHook
 from proxy.engine.engine import ContextEngine
 from proxy.engine.stack import build_stack, memo_bytes_per_tenant
@@ -32,6 +31,7 @@ from proxy.server.appkeys import (
     OBSERVERS,
     SERVICES,
     SETTINGS,
+    STORE,
     UPSTREAMS,
     Lifecycle,
     Services,
@@ -45,15 +45,6 @@ from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
-
-__all__ = [
-    "Ports",
-    "create_app",
-    "make_store",
-    "make_summarizer",
-    "make_upstream",
-    "make_workspace",
-]
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
@@ -90,7 +81,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[KNOWN_TOOLS] = services.known_tools
     app[OBSERVERS] = services.observers
     app[METRICS] = metrics
-    emitter = services.events = EventEmitter(lambda: services.engine.store)
+    emitter = services.events = EventEmitter(lambda: services.store)
     app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
     app.on_shutdown.append(_drain)
     app.on_response_prepare.append(stamp_ids)
@@ -125,10 +116,12 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             name: make_upstream(settings.upstreams[t.upstream], http)
             for name, t in settings.tenants.items()
         }
-        compactor = Compactor(store=store, summarizers=summarizers, settings=CompactSettings())
+        app[STORE] = services.store = store
+        compactor = Compactor(store=store, summarizers=summarizers)
         memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
         app[ENGINE] = services.engine = ContextEngine(
-            store=store,
+            sessions=store,
+            outputs=store,
             workspace=ports.workspace or make_workspace(settings),
             compactor=compactor,
             stacks={

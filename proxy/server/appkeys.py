@@ -11,7 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.engine.engine import ContextEngine
-from proxy.ports import Upstream
+from proxy.ports import StateStore, Upstream
 from proxy.server.body_scan import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
@@ -81,8 +81,9 @@ class Services:
     metrics: Metrics
     events: EventEmitter = field(init=False)
     """Builds a chat request's events, written with its session record."""
+    store: StateStore = field(init=False)
+    """Set at start-up (`create_app`'s resources), like `engine` and `upstreams`."""
     engine: ContextEngine = field(init=False)
-    """Set at start-up (`create_app`'s resources), like `upstreams`."""
     upstreams: Mapping[str, Upstream] = field(init=False)
 
 
@@ -102,6 +103,7 @@ SETTINGS = web.AppKey("settings", Settings)
 KEYRING = web.AppKey("keyring", KeyRing)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ENGINE = web.AppKey("engine", ContextEngine)
+STORE = web.AppKey("store", StateStore)
 UPSTREAMS = web.AppKey("upstreams", Mapping[str, Upstream])
 HTTP = web.AppKey("http", aiohttp.ClientSession)
 OBSERVERS = web.AppKey("observers", list["Observer"])

@@ -18,10 +18,11 @@ from aiohttp.test_utils import TestServer
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
 from proxy.compaction.compactor import Compactor
+from proxy.compaction.plan import SUMMARY_PREFIX
+from proxy.compaction.policy import CompactSettings
 from proxy.compaction.prompt import build_summary_body
-from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings
 from proxy.content import body_with_messages
-from tests.factories import assistant, exchange, system, user
+from tests.factories import assistant, compaction_job, draft, exchange, system, user
 from tests.fakes.anthropic_upstream import FakeAnthropic, text
 
 JSON = dict[str, Any]
@@ -135,14 +136,13 @@ async def test_compaction_end_to_end_through_the_openai_summarizer(
     history = [user("my name is Grace, ticket INC-0042")]
     for i in range(3):
         history += [user(f"q{i}"), *exchange(f"c{i}", f"r{i}"), assistant(f"a{i}")]
-    compactor = Compactor(
-        store=MemoryStore(), summarizers={"openai": summarizer}, settings=CompactSettings()
-    )
-    outcome = await compactor.compact(
-        tenant="t", session="s", client_history=history, client_system=[system("sys")],
-        working=history, model="gpt-4o", api_key=None, upstream="openai",
+    compactor = Compactor(store=MemoryStore(), summarizers={"openai": summarizer})
+    job = compaction_job(
+        draft([system("sys"), *history]), settings=CompactSettings(), tenant="t", session="s",
+        upstream="openai",
         prefix_body_for=lambda ms: body_with_messages({"model": "gpt-4o"}, [system("sys"), *ms]),
     )  # fmt: skip
+    outcome = await compactor.run(job)
     assert outcome.status == "done"
     assert outcome.messages[0] == user(SUMMARY_PREFIX + "S")
     assert "INC-0042" in json.dumps(fake.received[0][0]["messages"])

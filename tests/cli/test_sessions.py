@@ -13,7 +13,8 @@ from rich.console import Console
 
 from proxy.adapters.redis.store import RedisStore
 from proxy.cli.main import build_parser, main
-from proxy.cli.sessions import RedisSource, open_source, run_list, run_show, watch_frames
+from proxy.cli.sessions import open_source, run_list, run_show, watch_frames
+from proxy.cli.source import RedisSource
 from proxy.cli.view import context_bar, describe_event
 from proxy.types import StoredCompaction
 from tests.redis_server import RedisServer

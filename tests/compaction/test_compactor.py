@@ -12,12 +12,23 @@ import orjson
 import pytest
 
 from proxy.adapters.memory.store import MemoryStore
-from proxy.compaction.compactor import CompactionJob, CompactionOutcome, Compactor, client_covers
-from proxy.compaction.stored import SUMMARY_PREFIX, CompactSettings, applied_compaction, run
+from proxy.compaction.compactor import Compactor
+from proxy.compaction.job import CompactionOutcome, client_covers
+from proxy.compaction.plan import SUMMARY_PREFIX
+from proxy.compaction.policy import CompactSettings
+from proxy.compaction.stored import run
 from proxy.content import body_with_messages
 from proxy.errors import StoreUnavailable
-from proxy.types import JSON, Message, StoredCompaction
-from tests.factories import assistant, draft, exchange, system, turn, user
+from proxy.types import JSON, Draft, Message, SessionState, StageReport, StoredCompaction
+from tests.factories import (
+    assistant,
+    compaction_job,
+    draft,
+    exchange,
+    matched_turn,
+    system,
+    user,
+)
 
 SYSTEM = system("You are a helpful agent.")
 SETTINGS = CompactSettings(keep_recent=4, timeout_s=5.0)
@@ -62,23 +73,27 @@ def prefix_body(messages: Sequence[Message]) -> JSON:
 
 
 async def request(compactor: Compactor, store: MemoryStore, history: list[Message]) -> Any:
-    """What the handler does: load state, apply the stored compaction, compact."""
+    """What the engine does: load state, apply the stored compaction, compact."""
     state = await store.load("default", "s1")
     incoming = draft([SYSTEM, *history])
-    current = turn(state=state)
+    current = matched_turn(incoming, state)
     working, _ = run(incoming, current, settings=SETTINGS)
-    return await compactor.compact(
-        tenant="default", session="s1", client_history=incoming.messages,
-        client_system=incoming.system.client, working=working.messages,
-        prefix_body_for=prefix_body, model="gpt-4o", api_key="sk-client",
-        applied=applied_compaction(incoming, current, settings=SETTINGS),
+    job = compaction_job(
+        incoming, settings=SETTINGS, working=working.messages, prefix_body_for=prefix_body,
+        api_key="sk-client", applied=current.applied,
     )  # fmt: skip
+    return await compactor.run(job)
+
+
+def apply_stored(client: Draft, state: SessionState) -> tuple[Draft, StageReport]:
+    """The compact stage on `client`, the stored compaction matched as the engine matches it."""
+    return run(client, matched_turn(client, state), settings=SETTINGS)
 
 
 def make(store: MemoryStore | None = None, **kw: Any) -> tuple[Compactor, MemoryStore, Any]:
     store = store or MemoryStore()
     summarizer = kw.pop("summarizer", ScriptedSummarizer())
-    compactor = Compactor(store=store, summarizers={"openai": summarizer}, settings=SETTINGS, **kw)
+    compactor = Compactor(store=store, summarizers={"openai": summarizer}, **kw)
     return compactor, store, summarizer
 
 
@@ -112,7 +127,7 @@ async def test_a_later_full_history_maps_onto_summary_and_newer_messages() -> No
     first = await request(compactor, store, history)
     later = history + conversation(1, start=9)
     state = await store.load("default", "s1")
-    out, report = run(draft([SYSTEM, *later]), turn(state=state), settings=SETTINGS)
+    out, report = apply_stored(draft([SYSTEM, *later]), state)
     assert report.counters["applied"] == 1
     assert out.messages == (*first.compaction.replacement, *later[first.compaction.covers :])
     assert out.messages[0]["content"].startswith(SUMMARY_PREFIX)
@@ -128,7 +143,7 @@ async def test_a_second_compaction_folds_the_first() -> None:
     assert second.status == "done" and second.compaction.covers > first.compaction.covers
     assert summarizer.bodies[1]["messages"][1] == user(SUMMARY_PREFIX + "S")
     state = await store.load("default", "s1")
-    out, _ = run(draft([SYSTEM, *longer, user("next")]), turn(state=state), settings=SETTINGS)
+    out, _ = apply_stored(draft([SYSTEM, *longer, user("next")]), state)
     assert out.messages[0] == user(SUMMARY_PREFIX + "S2")
     assert out.messages[1:] == (*longer[second.compaction.covers :], user("next"))
 
@@ -139,7 +154,7 @@ async def test_an_edited_history_does_not_pick_up_the_summary() -> None:
     await request(compactor, store, history)
     edited = [user("a different start"), *history[1:]]
     state = await store.load("default", "s1")
-    out, report = run(draft([SYSTEM, *edited]), turn(state=state), settings=SETTINGS)
+    out, report = apply_stored(draft([SYSTEM, *edited]), state)
     assert report.counters["applied"] == 0 and out.messages == tuple(edited)
 
 
@@ -164,11 +179,8 @@ async def test_a_slow_or_empty_summarizer_leaves_nothing_stored(
     compactor, store, _ = make(summarizer=summarizer)
     settings = CompactSettings(timeout_s=0.05)
     history = conversation(3)
-    outcome = await compactor.compact(
-        tenant="default", session="s1", client_history=history, client_system=[SYSTEM],
-        working=history, prefix_body_for=prefix_body, model="gpt-4o", api_key=None,
-        settings=settings,
-    )  # fmt: skip
+    job = compaction_job(draft([SYSTEM, *history]), settings=settings, prefix_body_for=prefix_body)
+    outcome = await compactor.run(job)
     assert (outcome.status, outcome.reason) == ("failed", reason)
     assert await stored(store) == []
     assert await store.acquire_lock("default", "s1", ttl_ms=1000) is not None  # released
@@ -225,11 +237,10 @@ async def test_preserved_tool_results_come_from_the_unpruned_client_history() ->
     compactor, _, _ = make()
     history = [user("load"), *exchange("k1", "FULL SKILL TEXT", name="skill"), *conversation(1)]
     pruned = [*history[:2], {**history[2], "content": "FULL...(truncated)"}, *history[3:]]
-    outcome = await compactor.compact(
-        tenant="default", session="s1", client_history=history, client_system=[SYSTEM],
-        working=pruned, prefix_body_for=prefix_body, model="gpt-4o", api_key=None,
-        settings=settings,
-    )  # fmt: skip
+    job = compaction_job(
+        draft([SYSTEM, *history]), settings=settings, working=pruned, prefix_body_for=prefix_body
+    )
+    outcome = await compactor.run(job)
     assert outcome.status == "done"
     assert outcome.messages[1]["role"] == "user"
     assert outcome.messages[1]["content"].endswith("FULL SKILL TEXT")
@@ -246,8 +257,7 @@ def test_client_covers_maps_the_working_split_to_the_client_history() -> None:
 async def test_background_compaction_stores_the_summary_for_the_next_request() -> None:
     compactor, store, summarizer = make()
     history = conversation(3)
-    job = CompactionJob("default", "s1", tuple(history), (SYSTEM,), tuple(history),
-                        prefix_body, "gpt-4o", None)  # fmt: skip
+    job = compaction_job(draft([SYSTEM, *history]), settings=SETTINGS, prefix_body_for=prefix_body)
     done: list[CompactionOutcome] = []
     finished = asyncio.Event()
 
@@ -260,8 +270,7 @@ async def test_background_compaction_stores_the_summary_for_the_next_request() -
     await finished.wait()
     assert [o.status for o in done] == ["done"] and len(summarizer.bodies) == 1
     state = await store.load("default", "s1")
-    out, report = run(draft([SYSTEM, *history, user("more")]), turn(state=state),
-                      settings=SETTINGS)  # fmt: skip
+    out, report = apply_stored(draft([SYSTEM, *history, user("more")]), state)
     assert report.counters["applied"] == 1 and out.messages[0] == user(SUMMARY_PREFIX + "S")
     await compactor.aclose()
 
@@ -270,8 +279,7 @@ async def test_a_cancelled_background_compaction_stores_nothing_and_releases_the
     compactor, store, summarizer = make()
     summarizer.gate = asyncio.Event()
     history = conversation(3)
-    job = CompactionJob("default", "s1", tuple(history), (SYSTEM,), tuple(history),
-                        prefix_body, "gpt-4o", None)  # fmt: skip
+    job = compaction_job(draft([SYSTEM, *history]), settings=SETTINGS, prefix_body_for=prefix_body)
     assert compactor.start_background(job)
     await summarizer.started.wait()
     await compactor.aclose()

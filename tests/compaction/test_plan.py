@@ -19,7 +19,7 @@ from proxy.compaction.plan import (
     preserved_tool_content,
     splice_summary,
 )
-from proxy.compaction.stored import CompactSettings
+from proxy.compaction.policy import CompactSettings
 from proxy.types import Message
 from tests.factories import assistant, call, exchange, tool, user
 from tests.traces import TRACE_DIR

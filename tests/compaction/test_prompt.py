@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
+from proxy.compaction.policy import OUTPUT_RESERVE_TOKENS, CompactSettings
 from proxy.compaction.prompt import (
     build_summary_body,
     build_transcript_body,
     extract_summary,
     summary_instruction,
 )
-from proxy.compaction.stored import OUTPUT_RESERVE_TOKENS, CompactSettings
 from proxy.types import JSON, Message
 from tests.factories import assistant, call, exchange, system, tool, user
 

@@ -1,44 +1,23 @@
-"""Compaction's pure decisions: threshold, stored prefixes and applying them."""
+"""Stored compactions: made from a cut, applied to the requests that follow."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-import pytest
-
 from proxy.compaction.plan import SUMMARY_PREFIX, CompactionPlan
-from proxy.compaction.stored import (
-    CompactSettings,
-    json_chars,
-    make_compaction,
-    run,
-    should_compact,
-    threshold_tokens,
-)
+from proxy.compaction.policy import CompactSettings
+from proxy.compaction.stored import json_chars, make_compaction, run
 from proxy.history import history_salt
-from proxy.types import Message, SessionState
-from tests.factories import assistant, draft, system, turn, user
+from proxy.types import Draft, Message, SessionState
+from tests.factories import assistant, draft, matched_turn, system, user
 
 SETTINGS = CompactSettings()
 
 
-def test_auto_threshold_is_window_minus_output_reserve_and_buffer() -> None:
-    assert threshold_tokens(SETTINGS, model_window=128_000) == 95_000
-    assert threshold_tokens(CompactSettings(threshold_tokens=6_000), model_window=128_000) == 6_000
-
-
-def test_should_compact_only_strictly_over_the_threshold() -> None:
-    assert not should_compact(6_000, threshold=6_000)
-    assert should_compact(6_001, threshold=6_000)
-
-
-@pytest.mark.parametrize(
-    "kwargs", [{"keep_recent": -1}, {"soft_ratio": 0}, {"threshold_tokens": 0}, {"timeout_s": 0}]
-)
-def test_settings_are_checked_once(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        CompactSettings(**kwargs)
+def apply(client: Draft, state: SessionState, settings: CompactSettings = SETTINGS) -> Any:
+    """The stage on `client`, the stored compaction matched as the engine matches it."""
+    return run(client, matched_turn(client, state), settings=settings)
 
 
 def _stored(history: list[Message], covers: int, summary: str) -> Any:
@@ -52,8 +31,7 @@ def test_stored_compaction_maps_a_later_full_history_to_summary_and_newer_messag
     later = [system("sys"), *early, user("e"), assistant("f")]
     request = draft(later)
     snapshot = copy.deepcopy(later)
-    out, report = run(request, turn(state=SessionState(compactions=(_stored(early, 2, "S"),))),
-                      settings=SETTINGS)  # fmt: skip
+    out, report = apply(request, SessionState(compactions=(_stored(early, 2, "S"),)))
     assert out.messages == (user(SUMMARY_PREFIX + "S"), user("c"), assistant("d"), *later[5:])
     saved = json_chars(early[:2]) - json_chars([user(SUMMARY_PREFIX + "S")])
     assert report.counters == {
@@ -68,7 +46,7 @@ def test_stored_compaction_maps_a_later_full_history_to_summary_and_newer_messag
 def test_the_longest_stored_prefix_wins() -> None:
     history = [user(str(i)) for i in range(8)]
     state = SessionState(compactions=(_stored(history, 2, "first"), _stored(history, 5, "second")))
-    out, _ = run(draft([system("sys"), *history]), turn(state=state), settings=SETTINGS)
+    out, _ = apply(draft([system("sys"), *history]), state)
     assert out.messages == (user(SUMMARY_PREFIX + "second"), *history[5:])
 
 
@@ -78,13 +56,12 @@ def test_an_edited_history_or_system_prompt_does_not_match() -> None:
     edited = [system("sys"), user("A"), *history[1:]]
     other_system = [system("other"), *history]
     for messages in (edited, other_system):
-        out, report = run(draft(messages), turn(state=state), settings=SETTINGS)
+        out, report = apply(draft(messages), state)
         assert out.messages == tuple(messages[1:]) and report.counters["applied"] == 0
 
 
 def test_disabled_stage_applies_nothing() -> None:
     history = [user("a"), assistant("b"), user("c")]
     state = SessionState(compactions=(_stored(history, 2, "S"),))
-    out, _ = run(draft([system("sys"), *history]), turn(state=state),
-                 settings=CompactSettings(enabled=False))  # fmt: skip
+    out, _ = apply(draft([system("sys"), *history]), state, CompactSettings(enabled=False))
     assert out.messages == tuple(history)

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.job import CompactionJob, CompactionOutcome
-from proxy.compaction.stored import CompactSettings
+from proxy.compaction.policy import CompactSettings
 from proxy.compaction.trigger import CompactionTrigger
 from proxy.types import JSON, Message
-from tests.factories import assistant, exchange, system, turn, user
+from tests.factories import assistant, compaction_job, draft, exchange, system, turn, user
 
 SYNC = CompactSettings(keep_recent=2, timeout_s=5.0)
 ASYNC = CompactSettings(keep_recent=2, timeout_s=5.0, mode="async")
@@ -47,9 +47,8 @@ def job_maker() -> tuple[Callable[[], CompactionJob], list[CompactionJob]]:
     built: list[CompactionJob] = []
 
     def make() -> CompactionJob:
-        job = CompactionJob(
-            "default", "s1", HISTORY, (system("sys"),), HISTORY, prefix_body, "gpt-4o", None
-        )
+        client = draft([system("sys"), *HISTORY])
+        job = compaction_job(client, settings=SYNC, prefix_body_for=prefix_body)
         built.append(job)
         return job
 
@@ -70,7 +69,7 @@ class Heard:
 
 def make_trigger() -> tuple[CompactionTrigger, Compactor, MemoryStore, Summarizer, Heard]:
     store, summarizer, heard = MemoryStore(), Summarizer(), Heard()
-    compactor = Compactor(store=store, summarizers={"openai": summarizer}, settings=SYNC)
+    compactor = Compactor(store=store, summarizers={"openai": summarizer})
     trigger = CompactionTrigger(store=store, compactor=compactor, on_background=heard)
     return trigger, compactor, store, summarizer, heard
 

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.e2e.agent import Agent, settled
 from tests.e2e.conftest import MakeAnthropicProxy
 from tests.fakes.anthropic_upstream import Reply, overloaded, text, tool_use
@@ -108,7 +108,7 @@ async def test_usage_with_cache_reads_is_mapped_and_recorded(
         await settled(proxy.app)
     assert raw.headers["x-ctx-cached-tokens"] == "900"
     assert raw.headers["x-ctx-last-prompt-tokens"] == "1050"
-    state = await proxy.app[ENGINE].store.load("default", "cache")
+    state = await proxy.app[STORE].load("default", "cache")
     assert state.int_field("last_cached_tokens") == 900
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import openai
 import pytest
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.e2e.agent import assert_all_valid, background_compactions_done
 from tests.e2e.session import COMPACT, SESSION, run_session, user
 from tests.fakes.openai_upstream import Reply
@@ -36,9 +36,9 @@ async def test_async_mode_summary_is_made_in_the_background_and_picked_up_later(
     assert sent[1]["content"] == "[Conversation summary]\nSUMMARY OF EARLIER TURNS"
     assert [_shape(m) for m in sent[2:]] == [_shape(m) for m in agent.history[5:-1]]
     assert {agent.header("X-Ctx-Compacted", i) for i in range(6)} == {"0"}
-    state = await proxy.app[ENGINE].store.load("default", SESSION)
+    state = await proxy.app[STORE].load("default", SESSION)
     assert state.int_field("compactions") == 1, "a background compaction counts too"
-    events = await proxy.app[ENGINE].store.read_events("0-0", block_ms=0, count=1000)
+    events = await proxy.app[STORE].read_events("0-0", block_ms=0, count=1000)
     background = [e for _, e in events if e.get("background") == "1"]
     assert [(e["kind"], e["outcome"]) for e in background] == [("compaction", "done")]
     assert_all_valid(r.body for r in proxy.fake.received)

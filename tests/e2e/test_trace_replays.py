@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletion
 
 from benchmarks.validity import problems
 from proxy.compaction.prompt import summary_instruction
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.e2e.agent import settled
 from tests.fakes.openai_upstream import estimate_prompt_tokens
 from tests.server.conftest import MakeProxy
@@ -84,7 +84,7 @@ async def test_trace_replay_sends_only_valid_requests_and_fewer_tokens(
     for summary in summaries:
         assert problems(summary.body) == []
     without, with_proxy = (sum(s[i] for s in sizes) for i in (0, 1))
-    state = await proxy.app[ENGINE].store.load("default", "replay")
+    state = await proxy.app[STORE].load("default", "replay")
     compactions = state.int_field("compactions")
     summarizer = sum(estimate_prompt_tokens(s.body) for s in summaries)
     line = (f"{path.stem} [{config}] requests={len(sizes)} without={without} "

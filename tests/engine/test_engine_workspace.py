@@ -8,7 +8,6 @@ from pathlib import Path
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.stored import CompactSettings
 from proxy.engine.engine import ContextEngine
 from proxy.engine.stack import build_stack
 from proxy.settings import TenantSettings, UpstreamSettings
@@ -30,11 +29,12 @@ def make_engine(tmp_path: Path, clock: Clock) -> ContextEngine:
     upstream = UpstreamSettings()
     store = MemoryStore()
     return ContextEngine(
-        store=store,
+        sessions=store,
+        outputs=store,
         workspace=FileWorkspace(
             workspaces={t: tmp_path / t for t in ("a", "b")}, recheck_s=1.0, clock=clock
         ),
-        compactor=Compactor(store=store, summarizers={}, settings=CompactSettings()),
+        compactor=Compactor(store=store, summarizers={}),
         stacks={t: build_stack(TenantSettings(name=t, upstream="u"), upstream) for t in "ab"},
         upstreams={"u": upstream},
     )

@@ -13,7 +13,7 @@ import openai
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.server.appkeys import ENGINE, LIFECYCLE
+from proxy.server.appkeys import LIFECYCLE, STORE
 from proxy.settings import Settings
 from tests.fakes.openai_upstream import FakeOpenAI
 
@@ -58,7 +58,7 @@ class Rig:
         raise AssertionError("background tasks never settled")
 
     async def sessions(self, tenant: str = "default") -> list[dict[str, str]]:
-        return await self.app[ENGINE].store.list_sessions(tenant, limit=100)
+        return await self.app[STORE].list_sessions(tenant, limit=100)
 
 
 def chat(content: str = "hi", *, stream: bool = False, **extra: Any) -> dict[str, Any]:

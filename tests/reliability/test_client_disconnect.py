@@ -8,7 +8,7 @@ import time
 import aiohttp
 import pytest
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.fakes.openai_upstream import Reply
 from tests.reliability.conftest import MakeRig
 from tests.reliability.slowfake import SlowSummaryFake
@@ -103,6 +103,6 @@ async def test_disconnect_during_a_sync_compaction_stores_no_summary(make_rig: M
     await wait_until(lambda: fake.summary_cancelled, within=1)
     assert fake.summary_cancelled[0] - gone < 1
     await rig.settled()
-    detail = await rig.app[ENGINE].store.session_detail("default", "compact-me")
+    detail = await rig.app[STORE].session_detail("default", "compact-me")
     assert detail is not None and detail["compactions"] == []
     assert len(fake.chat) == 1, "the cancelled request never reached the upstream"

@@ -9,7 +9,7 @@ import asyncio
 import aiohttp
 from aiohttp import web
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import auth, chat
@@ -90,5 +90,5 @@ async def test_with_redis_every_request_in_flight_keeps_its_session_state(
             )
             await rig.settled()
             gate.reset()
-    sessions = await rig.app[ENGINE].store.list_sessions("default", limit=1000)
+    sessions = await rig.app[STORE].list_sessions("default", limit=1000)
     assert sorted(int(row["requests"]) for row in sessions) == [2] * IN_FLIGHT

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from proxy.server import keepalive
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.fakes.openai_upstream import Reply
 from tests.reliability.conftest import MakeRig
 from tests.reliability.slowfake import SlowSummaryFake
@@ -65,7 +65,7 @@ async def test_a_slow_compaction_sends_comments_then_the_answer(make_rig: MakeRi
                    for e in events if orjson.loads(e)["choices"])  # fmt: skip
     assert text == "after the summary" and raw.endswith(b"data: [DONE]\n\n")
     await rig.settled()
-    detail = await rig.app[ENGINE].store.session_detail("default", SESSION)
+    detail = await rig.app[STORE].session_detail("default", SESSION)
     assert detail is not None and len(detail["compactions"]) == 1  # the compaction went through
 
 
@@ -121,6 +121,6 @@ async def test_a_client_leaving_during_the_keepalive_cancels_the_compaction(
         response.close()  # gone while the summary is still being written
     await wait_until(lambda: fake.summary_cancelled, within=2)
     await rig.settled()
-    detail = await rig.app[ENGINE].store.session_detail("default", SESSION)
+    detail = await rig.app[STORE].session_detail("default", SESSION)
     assert detail is not None and detail["compactions"] == []
     assert len(fake.chat) == 1, "the abandoned request never reached the upstream"

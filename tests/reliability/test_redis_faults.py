@@ -13,7 +13,7 @@ from collections.abc import Callable
 import aiohttp
 import redis.asyncio as aioredis
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from tests.redis_server import RedisServer, free_port
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import Rig, auth, chat
@@ -57,7 +57,7 @@ async def _traffic(
 
 async def _recovery_s(rig: Rig, *, session: str, within: float = 3.0) -> float:
     """Seconds until a request is served with state again and its turn is recorded."""
-    store = rig.app[ENGINE].store
+    store = rig.app[STORE]
     started = time.monotonic()
     async with aiohttp.ClientSession() as http:
         while time.monotonic() - started < within:

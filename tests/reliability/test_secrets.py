@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 import redis.asyncio as aioredis
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from proxy.server.keys import digest
 from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer
@@ -114,7 +114,7 @@ async def test_canary_keys_appear_nowhere(
     seen = await _traffic(rig)
     assert len(rig.fake.summary_requests) == 1, "the summarizer ran with the upstream key"
     assert rig.fake.summary_requests[0].headers["Authorization"] == f"Bearer {UPSTREAM_KEY}"
-    events = await rig.app[ENGINE].store.read_events("0", block_ms=0, count=10_000)
+    events = await rig.app[STORE].read_events("0", block_ms=0, count=10_000)
     assert events
     logs = caplog.text + "\n".join(
         f"{r.getMessage()} {r.args!r} {r.exc_text or ''} {r.__dict__!r}" for r in caplog.records

@@ -13,7 +13,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.server.appkeys import ENGINE
+from proxy.server.appkeys import STORE
 from proxy.sse import SSEDecoder
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import Rig, auth, chat
@@ -190,7 +190,7 @@ async def test_relay_passes_the_same_events_and_captures_usage_once(
     expected = wire if client_asked_usage else wire.replace(usage, b"")
     assert got == expected
     await rig.settled()
-    detail = await rig.app[ENGINE].store.session_detail("default", session)
+    detail = await rig.app[STORE].session_detail("default", session)
     assert detail is not None
     assert detail["state"]["last_prompt_tokens"] == str(tokens)
     assert detail["state"]["requests"] == "1"

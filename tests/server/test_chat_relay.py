@@ -168,9 +168,9 @@ async def _settled(proxy: Proxy) -> None:
 
 
 async def _sessions(proxy: Proxy) -> list[dict[str, str]]:
-    from proxy.server.appkeys import ENGINE
+    from proxy.server.appkeys import STORE
 
-    return await proxy.app[ENGINE].store.list_sessions("default", limit=10)
+    return await proxy.app[STORE].list_sessions("default", limit=10)
 
 
 async def test_a_session_without_a_named_id_gets_the_derived_one_every_turn(proxy: Proxy) -> None:

@@ -6,7 +6,8 @@ import asyncio
 
 from rich.console import Console
 
-from proxy.cli.sessions import HttpSource, run_list, run_show
+from proxy.cli.sessions import run_list, run_show
+from proxy.cli.source import HttpSource
 from proxy.server.appkeys import LIFECYCLE
 from tests.server.harness import Proxy
 

@@ -2,10 +2,8 @@
 
 Same contract as the Redis store, for one process. Archives and snapshots go to files in the
 tenant's workspace (`sessions/raw.jsonl`, `sessions/ctx-<session>.json`) when a workspace is
-known, so a user without Redis can still read what was compacted. Beside it in
-`proxy.adapters`: `session_table` (sessions, their expiry and a sweep once a minute),
-`memory_outputs` (persisted outputs within a size budget), `archive_files` (those files),
-`memory_session` (a session's record and its views), `event_ring` (the bounded event ring).
+known, so a user without Redis can still read what was compacted. Its parts are the package's
+other modules (see `proxy.adapters.memory`).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import orjson
 
-from proxy.compaction.compactor import CompactionOutcome
+from proxy.compaction.job import CompactionOutcome
 from proxy.errors import StoreUnavailable
-from proxy.ports import StateStore
+from proxy.ports import EventStore
 from proxy.server.observe.stage_tokens import stage_tokens
 from proxy.server.observe.trace import Trace
 
@@ -112,12 +112,12 @@ def _ms(seconds: float) -> str:
 
 
 class EventEmitter:
-    """Writes events to `store_of()` (looked up late: the store is app-scoped). A chat
-    request's events go with its session record (`entries`, one store call); `on_request`
-    emits them on their own."""
+    """Builds a chat request's events, which go with its session record (`entries`: one store
+    call), and writes a background compaction's to `store_of()` (looked up late: the store is
+    app-scoped)."""
 
     def __init__(
-        self, store_of: Callable[[], StateStore], *, clock: Callable[[], float] = time.time
+        self, store_of: Callable[[], EventStore], *, clock: Callable[[], float] = time.time
     ) -> None:
         self._store_of = store_of
         self._clock = clock
@@ -141,11 +141,6 @@ class EventEmitter:
         compaction = compaction_event(trace, now=now)
         request = request_event(trace, now=now)
         return [request] if compaction is None else [compaction, request]
-
-    async def on_request(self, trace: Trace) -> None:
-        """Emit the request's events; a store failure is logged by type and swallowed."""
-        for event in self.entries(trace):
-            await self._emit(event)
 
 
 def background_compaction_event(

@@ -22,10 +22,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
-from proxy.compaction.compactor import CompactionOutcome
+from proxy.compaction.job import CompactionOutcome
 from proxy.engine.tally import Tally
 from proxy.errors import CtxProxyError
-from proxy.server.appkeys import ENGINE, RequestScope, caller_of
+from proxy.server.appkeys import STORE, RequestScope, caller_of
 from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe.trace import Trace
 from proxy.usage import Usage
@@ -34,6 +34,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 SUMMARIZER_REASONS = frozenset(
     {"no_summarizer", "render", "timeout", "summarizer", "empty_summary"}
 )
+
 
 class Metrics:
     """The proxy's metrics, exported through a registry of their own (no global registry: one per
@@ -153,9 +154,9 @@ def _tenant_of(request: web.Request) -> str:
 async def metrics_endpoint(request: web.Request) -> web.Response:
     """`GET /metrics`: the app's registry; the store health gauge is refreshed on each scrape."""
     metrics = request.app[METRICS]
-    engine = request.app.get(ENGINE)
-    if engine is not None:
-        metrics.set_store_degraded(not await engine.store.ping())
+    store = request.app.get(STORE)
+    if store is not None:
+        metrics.set_store_degraded(not await store.ping())
     body = generate_latest(metrics.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

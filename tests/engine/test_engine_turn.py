@@ -11,8 +11,9 @@ import pytest
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.workspace import FileWorkspace
+from proxy.compaction.compactor import Compactor
+from proxy.engine.engine import ContextEngine
 from proxy.engine.stack import build_stack
-from proxy.engine.turn_loader import TurnLoader
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.types import SessionState, WorkspaceView
@@ -30,10 +31,14 @@ def loader(
     workspace: WorkspaceSource | None = None,
     tenants: Mapping[str, TenantSettings] | None = None,
     now: float = 42.0,
-) -> TurnLoader:
+) -> ContextEngine:
+    """An engine that loads turns (it never compacts)."""
     tenants = tenants or {"t": TenantSettings(name="t", upstream="openai")}
-    return TurnLoader(
-        store=store or MemoryStore(),
+    store = store or MemoryStore()
+    return ContextEngine(
+        sessions=store,
+        outputs=store,
+        compactor=Compactor(store=store, summarizers={}),
         workspace=workspace or FileWorkspace(workspaces={}),
         stacks={n: build_stack(t, UPSTREAMS[t.upstream]) for n, t in tenants.items()},
         upstreams=UPSTREAMS,

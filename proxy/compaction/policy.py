@@ -1,0 +1,54 @@
+"""How compaction is configured and when a conversation is due for it (DESIGN §3 Compaction). Pure.
+
+`threshold_tokens` is where a conversation is due: the configured number, or `auto` = the model's
+window less a reserve for the summary and a buffer. The engine asks `should_compact` on every
+request with the prompt size the upstream reported for the previous one; in async mode the summary
+starts in the background past `soft_threshold`, before the conversation is due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+OUTPUT_RESERVE_TOKENS = 20_000
+BUFFER_TOKENS = 13_000
+
+
+@dataclass(frozen=True, slots=True)
+class CompactSettings:
+    enabled: bool = True
+    threshold_tokens: int | Literal["auto"] = "auto"
+    keep_recent: int = 4
+    mode: Literal["sync", "async"] = "sync"
+    soft_ratio: float = 0.8
+    summarizer_upstream: str | None = None
+    summarizer_model: str | None = None
+    max_summary_words: int = 500
+    preserve_tools: tuple[str, ...] = ()
+    preserve_max_tokens: int = 5_000
+    preserve_total_tokens: int = 25_000
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.keep_recent < 0 or not 0 < self.soft_ratio <= 1 or self.timeout_s <= 0:
+            raise ValueError("compact: keep_recent >= 0, 0 < soft_ratio <= 1, timeout_s > 0")
+        if self.threshold_tokens != "auto" and self.threshold_tokens <= 0:
+            raise ValueError("compact: threshold_tokens must be positive or 'auto'")
+
+
+def threshold_tokens(settings: CompactSettings, *, model_window: int) -> int:
+    """The configured threshold, or `auto` = window − 20,000 (summary reserve) − 13,000 (buffer)."""
+    if settings.threshold_tokens == "auto":
+        return max(model_window - OUTPUT_RESERVE_TOKENS - BUFFER_TOKENS, 1)
+    return settings.threshold_tokens
+
+
+def should_compact(last_prompt_tokens: int, *, threshold: int) -> bool:
+    """True when the upstream-reported prompt size of the previous request exceeds `threshold`."""
+    return last_prompt_tokens > threshold
+
+
+def soft_threshold(threshold: int, *, settings: CompactSettings) -> int:
+    """Where async mode starts the summary in the background (`soft_ratio` × threshold)."""
+    return int(threshold * settings.soft_ratio)
