@@ -25,7 +25,7 @@ from multidict import CIMultiDict
 
 from proxy.adapters.upstream import openai_chat as openai_upstream
 from proxy.engine.engine import ContextEngine, Prepared
-from proxy.engine.tally import tally
+from proxy.engine.prepared import tally
 from proxy.server import chat, middlewares
 from proxy.server.appkeys import Lifecycle
 from proxy.server.observe.events import EventEmitter

@@ -13,7 +13,7 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import Compactor
 from proxy.config import load_settings
 from proxy.engine.engine import ContextEngine
-from proxy.engine.stack import build_stack
+from proxy.engine.pipeline import build_stack
 from proxy.ports import StateStore
 from proxy.server.factories import make_workspace
 from proxy.usage import Usage

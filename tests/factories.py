@@ -10,8 +10,7 @@ from proxy.compaction.job import CompactionJob, CompactionOutcome
 from proxy.compaction.plan import plan_compaction
 from proxy.compaction.policy import CompactSettings
 from proxy.engine.pipeline import draft_from_body
-from proxy.engine.prepared import Prepared
-from proxy.engine.tally import tally
+from proxy.engine.prepared import Prepared, tally
 from proxy.history import history_salt, longest_matching
 from proxy.server.observe.trace import Trace
 from proxy.server.relay import Relayed

@@ -20,11 +20,9 @@ from proxy.compaction.job import CompactionJob
 from proxy.compaction.plan import plan_compaction
 from proxy.compaction.policy import should_compact, soft_threshold, threshold_tokens
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
-from proxy.engine.pipeline import draft_from_body, run_stages
-from proxy.engine.prepared import Prepared
+from proxy.engine.pipeline import Stack, draft_from_body, run_stages
+from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
-from proxy.engine.stack import Stack
-from proxy.engine.tally import tally
 from proxy.errors import StoreUnavailable
 from proxy.models import context_window
 from proxy.ports import OutputStore, SessionStore, WorkspaceSource

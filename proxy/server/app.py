@@ -19,7 +19,7 @@ from aiohttp import web
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
 from proxy.engine.engine import ContextEngine
-from proxy.engine.stack import build_stack, memo_bytes_per_tenant
+from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (

@@ -13,7 +13,7 @@ from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction.compactor import Compactor
 from proxy.engine.engine import ContextEngine
-from proxy.engine.stack import build_stack
+from proxy.engine.pipeline import build_stack
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.types import SessionState, WorkspaceView

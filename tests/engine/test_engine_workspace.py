@@ -9,7 +9,7 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction.compactor import Compactor
 from proxy.engine.engine import ContextEngine
-from proxy.engine.stack import build_stack
+from proxy.engine.pipeline import build_stack
 from proxy.settings import TenantSettings, UpstreamSettings
 from tests.factories import user
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from proxy.engine.prepared import Prepared
+from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
-from proxy.engine.tally import tally
 from proxy.types import SessionState, StageReport, Turn
 from proxy.usage import Usage
 

@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
 from proxy.compaction.job import CompactionOutcome
-from proxy.engine.tally import Tally
+from proxy.engine.prepared import Tally
 from proxy.errors import CtxProxyError
 from proxy.server.appkeys import STORE, RequestScope, caller_of
 from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram

@@ -39,7 +39,7 @@ def stage_tokens(trace: Trace) -> dict[str, tuple[int, int]]:
 
 def _char_changes(trace: Trace) -> list[tuple[str, int]]:
     """(stage, characters it removed: negative when it added), in pipeline order (`REMOVED`,
-    the compaction, then `ADDED`: the order `proxy.engine.stack.build_stack` runs them in)."""
+    the compaction, then `ADDED`: the order `proxy.engine.pipeline.build_stack` runs them in)."""
     stages = trace.prepared.tally.stages
     changes: list[tuple[str, int]] = []
     for stage, name in REMOVED:  # most stages of most requests count nothing: plain loops

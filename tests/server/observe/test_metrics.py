@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxy.engine.tally import tally
+from proxy.engine.prepared import tally
 from proxy.server.appkeys import LIFECYCLE
 from proxy.server.keys import digest
 from proxy.server.observe.metrics import (

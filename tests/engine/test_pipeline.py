@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proxy.engine.stack import MEMO_BUDGET, TENANT_MEMO_BYTES, build_stack, memo_bytes_per_tenant
+from proxy.engine.pipeline import MEMO_BUDGET, TENANT_MEMO_BYTES, build_stack, memo_bytes_per_tenant
 from proxy.settings import TenantSettings, UpstreamSettings
 
 

@@ -1,8 +1,8 @@
-"""`proxy.engine.tally`: one request's stage reports summed once."""
+"""`proxy.engine.prepared`: one request's stage reports summed once."""
 
 from __future__ import annotations
 
-from proxy.engine.tally import tally
+from proxy.engine.prepared import tally
 from proxy.types import StageReport
 
 
