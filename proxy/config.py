@@ -86,7 +86,7 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
         for name, table in expect_table(raw.get("tenants", {}), "tenants", file).items()
     }
     if not tenants:
-        raise ConfigError("at least one tenant is required", key="tenants", file=file)
+        tenants = {"default": _default_tenant(upstreams, environ, file)}
     return Settings(server=server, store=store, upstreams=upstreams, tenants=tenants, source=file)
 
 
@@ -152,6 +152,23 @@ def _tenant(
     return replace(tenant, name=name, workspace=workspace.resolve(), **built)
 
 
+def _default_tenant(
+    upstreams: Mapping[str, UpstreamSettings], environ: Mapping[str, str], file: str
+) -> TenantSettings:
+    """No `[tenants]`: tenant `default` as without a config, on upstream `openai` (configured or
+    the default one) or else the only upstream configured."""
+    tenant = default_settings(environ).tenants["default"]
+    if tenant.upstream in upstreams:
+        return tenant
+    if len(upstreams) == 1:
+        return replace(tenant, upstream=next(iter(upstreams)))
+    raise ConfigError(
+        "without [tenants.NAME], one of several upstreams must be named openai",
+        key="tenants",
+        file=file,
+    )
+
+
 def _check_digest(value: str, key: str, file: str) -> None:
     if not DIGEST.match(value):
         raise ConfigError(
@@ -175,7 +192,7 @@ def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Setti
             server = replace(server, port=int(environ["CTXPROXY_PORT"]))
         except ValueError as exc:
             raise ConfigError(
-                "must be an integer", key="CTXPROXY_PORT", file="<environment>"
+                "must be an integer between 0 and 65535", key="CTXPROXY_PORT", file="<environment>"
             ) from exc
     if environ.get("CTXPROXY_STORE_URL"):
         _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")
