@@ -148,12 +148,14 @@ def add_sessions_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     where.add_argument("--url", help="a running proxy, e.g. http://127.0.0.1:8787")
     where.add_argument("--key", help="bearer token for --url (default: $CTXPROXY_KEY)")
     where.add_argument("--config", type=Path, help="config whose store or server to use")
-    where.add_argument("--limit", type=int, default=50)
+    where.add_argument(
+        "--limit", type=int, default=50, help="at most this many sessions, latest first (50)"
+    )
     sessions = commands.add_parser("sessions", help="see sessions: list, show ID, watch")
     sub = sessions.add_subparsers(dest="sessions_command", required=True)
     sub.add_parser("list", parents=[where], help="a table of recent sessions")
     show = sub.add_parser("show", parents=[where], help="one session: state, summaries, archive")
-    show.add_argument("id")
+    show.add_argument("id", help="the session id (as in the list)")
     show.add_argument("--tenant", help="the session's tenant (default: found by id)")
     watch = sub.add_parser("watch", parents=[where], help="a live table, refreshed by events")
     watch.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")

@@ -16,6 +16,7 @@ from typing import Any
 
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
+from proxy.logs import LOG_LEVELS
 from proxy.settings import (
     ServerSettings,
     Settings,
@@ -43,8 +44,15 @@ def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
 
 
 def cli_log_level(environ: Mapping[str, str]) -> str:
-    """`ctxproxy serve`'s default `--log-level`: `CTXPROXY_LOG_LEVEL`, else INFO."""
-    return environ.get("CTXPROXY_LOG_LEVEL", "INFO")
+    """`ctxproxy serve`'s default `--log-level`: `CTXPROXY_LOG_LEVEL` (any case), else INFO."""
+    level = environ.get("CTXPROXY_LOG_LEVEL", "INFO").upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(
+            f"must be one of {', '.join(LOG_LEVELS)}",
+            key="CTXPROXY_LOG_LEVEL",
+            file="<environment>",
+        )
+    return level
 
 
 def default_settings(environ: Mapping[str, str]) -> Settings:

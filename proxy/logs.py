@@ -10,6 +10,8 @@ import sys
 import time
 from contextvars import ContextVar
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 LOG_REQUEST_ID: ContextVar[str] = ContextVar("ctxproxy_request_id", default="")
 """The id of the request being served, set by the HTTP layer; each task has its own."""
 
