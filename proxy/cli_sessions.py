@@ -55,14 +55,17 @@ async def watch_frames(
     limit: int,
     interval_s: float,
     clock: Callable[[], float] = time.time,
+    width: int | None = None,
 ) -> AsyncIterator[Table]:
-    """A table now, then one after every batch of new events (or every `interval_s`)."""
+    """A table now, then one after every batch of new events (or every `interval_s`), each
+    within `width` columns."""
     last_events: dict[SessionKey, Event] = {}
     last_id, found = await source.events("", interval_s)
     while True:
         remember(last_events, found)
         rows = await source.sessions(limit)
-        yield sessions_table(rows, last_events=last_events, now=clock(), title=_title(clock()))
+        now = clock()
+        yield sessions_table(rows, last_events=last_events, now=now, title=_title(now), width=width)
         last_id, found = await source.events(last_id, interval_s)
 
 
@@ -74,7 +77,8 @@ async def run_list(source: SessionSource, console: Console, *, limit: int) -> in
     last_events: dict[SessionKey, Event] = {}
     remember(last_events, (await source.events("", 0))[1])
     rows = await source.sessions(limit)
-    console.print(sessions_table(rows, last_events=last_events, now=time.time()))
+    table = sessions_table(rows, last_events=last_events, now=time.time(), width=console.width)
+    console.print(table)
     return 0
 
 
@@ -92,7 +96,7 @@ async def run_show(
 async def run_watch(
     source: SessionSource, console: Console, *, limit: int, interval_s: float
 ) -> int:
-    frames = watch_frames(source, limit=limit, interval_s=interval_s)
+    frames = watch_frames(source, limit=limit, interval_s=interval_s, width=console.width)
     if not console.is_terminal:  # a pipe or a log: one table after another
         async for frame in frames:
             console.print(frame)
