@@ -55,6 +55,15 @@ def cli_log_level(environ: Mapping[str, str]) -> str:
     return level
 
 
+def demo_dir(environ: Mapping[str, str]) -> Path:
+    """`ctxproxy demo`'s folder without `--workdir`, kept between runs:
+    `$XDG_CACHE_HOME/ctxproxy/demo`, else `~/.cache/ctxproxy/demo`."""
+    cache = environ.get("XDG_CACHE_HOME")
+    if not cache or not Path(cache).is_absolute():  # the XDG spec ignores a relative path
+        cache = str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    return Path(cache) / "ctxproxy" / "demo"
+
+
 def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`."""
     upstream = UpstreamSettings(
