@@ -1,0 +1,283 @@
+"""One client stream made of several upstream rounds (chat-completions SSE). Pure, incremental.
+
+Feed each decoded upstream event (`proxy.sse.SSEDecoder`) to `StreamMerger.feed`, which returns
+the bytes to send the client now. When a round's upstream stream ends, `end_round` says whether
+the model called the recall tool: then the proxy answers and feeds the next round; if not, or
+when the rounds stop, `finish()` gives the stream's last bytes. The client receives one answer:
+
+    content, reasoning   relayed as they arrive, every round
+    role delta           round 0's only
+    tool calls           held until the round's finish_reason: a round that calls the recall
+                         tool has all its calls dropped (the client's of a mixed answer too: the
+                         model re-issues them); otherwise the client's go out, indexed from 0
+    finish_reason        one: that of the round without recall calls, or `finish()`'s when the
+                         rounds stopped ("tool_calls" if client calls are left, else "stop")
+    usage chunk          each round's held; `finish()` sends one with the rounds' sum when the
+                         client asked for usage (`client_wants_usage`)
+    [DONE]               held; `finish()` sends it
+    error event          relayed; `failed` is set
+
+Later rounds go out under round 0's `id`, `model` and `created`. Round 0's chunks go out as they
+came while nothing in them changes; a content chunk of round 0 (no tool call, a null
+finish_reason, no usage: judged on its bytes) is not even parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy.recall.rounds import HEAD_KEYS, Round, sum_usage
+from proxy.sse_event import SSEvent
+from proxy.types import JSON
+
+__all__ = ["StreamMerger"]
+
+_DONE = b"data: [DONE]\n\n"
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def as_json(self) -> JSON:
+        function = {"name": self.name, "arguments": "".join(self.arguments)}
+        return {"id": self.id, "type": "function", "function": function}
+
+
+@dataclass(slots=True)
+class _RoundState:
+    calls: dict[int, _Call] = field(default_factory=dict)
+    """Upstream index → the call as its deltas built it."""
+    held: list[tuple[bytes, JSON]] = field(default_factory=list)
+    """The tool-call chunks: bytes, and payload with only the calls in its delta."""
+    said: list[str] = field(default_factory=list)
+    """JSON of each chunk that carried content (parsed only when a recall round needs it)."""
+    finish: JSON | None = None
+    finish_raw: bytes = b""
+    """The finish chunk's bytes when they can go out as they came."""
+    usage: JSON | None = None
+
+
+class StreamMerger:
+    """The merger of one client stream; see the module doc."""
+
+    def __init__(self, *, tool_name: str, client_wants_usage: bool) -> None:
+        self.tool_name = tool_name
+        self.client_wants_usage = client_wants_usage
+        self.rounds = 0
+        """Rounds ended so far."""
+        self.failed = False
+        self.usages: list[JSON] = []
+        """The usage of each round that reported one."""
+        self._head: dict[str, Any] | None = None
+        self._usage_chunk: JSON | None = None
+        self._saw_done = False
+        self._finished = False
+        self._round = _RoundState()
+        self._stale = False
+        """The round ended: the next event starts a new one."""
+
+    @property
+    def usage(self) -> JSON | None:
+        """The rounds' usage summed (what the client is told)."""
+        return sum_usage(self.usages)
+
+    def feed(self, event: SSEvent) -> bytes:
+        """The bytes to send the client for one upstream event (maybe none)."""
+        data = event.data
+        if event.is_comment_only or not data:
+            return event.raw
+        if self._stale:
+            self._round, self._stale = _RoundState(), False
+        if data == "[DONE]":
+            self._saw_done = True
+            return b""
+        if not self.rounds and self._head is not None and _plain(event.raw):
+            self._round.said.append(data)
+            return event.raw
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return event.raw
+        if not isinstance(payload, dict):
+            return event.raw
+        if "error" in payload:
+            self.failed = True
+            return event.raw
+        if self._head is None:
+            self._head = {key: payload[key] for key in HEAD_KEYS if key in payload}
+        return self._chunk(event.raw, payload)
+
+    def _chunk(self, raw: bytes, payload: JSON) -> bytes:
+        state = self._round
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            state.usage, self._usage_chunk = usage, payload
+        choices = payload.get("choices")
+        if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+            return b"" if not choices else self._encode(payload)  # usage chunk: held
+        choice = choices[0]
+        delta = _object(choice.get("delta"))
+        calls = delta.get("tool_calls")
+        calls = calls if isinstance(calls, list) else []
+        rest = {k: v for k, v in delta.items() if k != "tool_calls"}
+        reason = choice.get("finish_reason")
+        if calls:
+            alone = len(delta) == 1 and reason is None and not isinstance(usage, dict)
+            self._hold(payload, choice, calls, raw=raw if alone else b"")
+        if _says(rest, role=False):
+            state.said.append(orjson.dumps({"choices": [{"delta": rest}]}).decode())
+        out = b""
+        if not self.rounds and not calls and reason is None and not isinstance(usage, dict):
+            out = raw  # round 0's role delta, or content in an unusual shape
+        elif _says(rest, role=not self.rounds):
+            if self.rounds:
+                rest.pop("role", None)
+            out = self._encode(
+                _with_choice(payload, {**choice, "delta": rest, "finish_reason": None})
+            )
+        if reason is not None:
+            state.finish = _with_choice(payload, {**choice, "delta": {}})
+            plain = not calls and not _says(rest, role=True) and not isinstance(usage, dict)
+            state.finish_raw = raw if plain and not self.rounds else b""
+            if not any(c.name == self.tool_name for c in state.calls.values()):
+                out += self._release(str(reason))
+        return out
+
+    def _hold(self, payload: JSON, choice: JSON, calls: list[Any], *, raw: bytes) -> None:
+        """Take in a chunk's tool-call deltas; `raw` is its bytes when it carries nothing else."""
+        for delta in calls:
+            if not isinstance(delta, dict):
+                continue
+            index = delta.get("index", 0)
+            call = self._round.calls.setdefault(index if isinstance(index, int) else 0, _Call())
+            function = _object(delta.get("function"))
+            call.id = call.id or str(delta.get("id") or "")
+            call.name = call.name or str(function.get("name") or "")
+            if isinstance(function.get("arguments"), str):
+                call.arguments.append(function["arguments"])
+        only = {**choice, "delta": {"tool_calls": calls}, "finish_reason": None}
+        self._round.held.append((raw, _with_choice(payload, only)))
+
+    def _release(self, reason: str) -> bytes:
+        """The round's client calls (indexed from 0), then its finish chunk with `reason`."""
+        state = self._round
+        assert state.finish is not None
+        self._finished = True
+        mine = sorted(i for i, c in state.calls.items() if c.name != self.tool_name)
+        new_index = {upstream: client for client, upstream in enumerate(mine)}
+        same = not self.rounds and len(mine) == len(state.calls) and mine == list(range(len(mine)))
+        out = bytearray()
+        for raw, held in state.held:
+            if same and raw:
+                out += raw
+                continue
+            deltas = [
+                {**delta, "index": new_index[delta.get("index", 0)]}
+                for delta in held["choices"][0]["delta"]["tool_calls"]
+                if isinstance(delta, dict) and delta.get("index", 0) in new_index
+            ]
+            if deltas:
+                out += self._encode(
+                    _with_choice(held, {**held["choices"][0], "delta": {"tool_calls": deltas}})
+                )
+        original = state.finish["choices"][0].get("finish_reason")
+        if state.finish_raw and reason == original:
+            return bytes(out + state.finish_raw)
+        return bytes(
+            out
+            + self._encode(
+                _with_choice(state.finish, {**state.finish["choices"][0], "finish_reason": reason})
+            )
+        )
+
+    def end_round(self) -> Round:
+        """The round whose upstream stream just ended. When the next round is fed, this one's
+        held calls are dropped; `finish()` still sends them if no round follows."""
+        state = self._round
+        calls = sorted(state.calls.items())
+        reason = None if state.finish is None else state.finish["choices"][0].get("finish_reason")
+        ended = Round(
+            recall_calls=tuple(c.as_json() for _, c in calls if c.name == self.tool_name),
+            client_calls=tuple(c.as_json() for _, c in calls if c.name != self.tool_name),
+            content=_content(state.said),
+            finish_reason=reason if isinstance(reason, str) else None,
+            usage=state.usage,
+        )
+        if state.usage is not None:
+            self.usages.append(state.usage)
+        self.rounds += 1
+        self._stale = True
+        return ended
+
+    def finish(self) -> bytes:
+        """The end of the client stream: the last round's held calls and finish when the rounds
+        stopped while the model still called the tool, one usage chunk (the sum) when the client
+        asked for usage, `[DONE]` when the upstream sent one."""
+        out = bytearray()
+        if not self._finished and self._round.finish is not None:
+            client = any(c.name != self.tool_name for c in self._round.calls.values())
+            out += self._release("tool_calls" if client else "stop")
+        usage = self.usage
+        if self.client_wants_usage and usage is not None and self._usage_chunk is not None:
+            choices = self._usage_chunk.get("choices")
+            chunk = {**self._usage_chunk, "choices": [] if choices else choices, "usage": usage}
+            out += self._encode(chunk, keep_usage=True)
+        if self._saw_done:
+            out += _DONE
+        return bytes(out)
+
+    def _encode(self, payload: JSON, *, keep_usage: bool = False) -> bytes:
+        """`payload` as one event under round 0's id/model/created; a usage object in it is
+        nulled (it goes out summed, once) unless `keep_usage`."""
+        out = dict(payload)
+        if self._head:
+            out.update((k, v) for k, v in self._head.items() if k in out)
+        if not keep_usage and isinstance(out.get("usage"), dict):
+            out["usage"] = None
+        return b"data: " + orjson.dumps(out) + b"\n\n"
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _with_choice(payload: JSON, choice: Mapping[str, Any]) -> JSON:
+    return {**payload, "choices": [dict(choice)]}
+
+
+def _says(delta: Mapping[str, Any], *, role: bool) -> bool:
+    """Whether a delta carries something for the client (content, reasoning, a refusal…); its
+    role counts only when `role` (round 0's role delta)."""
+    return any(role if key == "role" else value not in (None, "") for key, value in delta.items())
+
+
+def _content(said: list[str]) -> str:
+    """The content of a round's chunks that carried some."""
+    parts: list[str] = []
+    for data in said:
+        try:
+            choices = orjson.loads(data).get("choices") or [{}]
+            content = (choices[0].get("delta") or {}).get("content")
+        except (orjson.JSONDecodeError, AttributeError, IndexError):
+            continue
+        if isinstance(content, str):
+            parts.append(content)
+    return "".join(parts)
+
+
+def _plain(raw: bytes) -> bool:
+    """A chunk with no tool call, a null finish_reason and no usage, judged on its bytes (a key
+    cannot occur unescaped inside a JSON string): relayed as it came, unparsed."""
+    if b'"tool_calls"' in raw:
+        return False
+    if b'"finish_reason":null' not in raw and b'"finish_reason": null' not in raw:
+        return False
+    usages = raw.count(b'"usage"')
+    return not usages or usages == raw.count(b'"usage":null') + raw.count(b'"usage": null')
