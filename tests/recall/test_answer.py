@@ -113,8 +113,15 @@ def test_a_miss_in_a_conversation_with_nothing_cut_says_so() -> None:
 
 
 def test_an_ambiguous_id_lists_its_candidates() -> None:
-    client = [system("s"), user("t"), *[m for i in range(2) for m in (
-        assistant(None, call("call_0")), tool("call_0", f"{i}" * 400))]]  # fmt: skip
+    client = [
+        system("s"),
+        user("t"),
+        *[
+            m
+            for i in range(2)
+            for m in (assistant(None, call("call_0")), tool("call_0", f"{i}" * 400))
+        ],
+    ]
     prepared = [{**m, "content": "cut"} if m.get("role") == "tool" else m for m in client]
     index = build_index(client, prepared, covers=0, tool_name="ctx_recall")
     result = answer(parse_arguments(args(ref="call_0")), index, settings=SETTINGS)
