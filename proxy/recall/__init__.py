@@ -15,7 +15,7 @@ Modules, in the order a request meets them:
     rounds      `Round`, usage summed, non-streamed rounds combined into one answer
     first_user  the first user message kept before a compaction's summary
 
-May import the foundation (`proxy.types`, `proxy.content`, `proxy.sse_event`, `orjson`) and its
-own modules; never a stage, the engine, the server, an adapter or a network library. Async only
+May import the foundation (`proxy.types`, `proxy.content`, `proxy.sse`, `orjson`) and its own
+modules; never a stage, the engine, the server, an adapter or a network library. Async only
 in `answer.answer_call`, behind the `OutputReader` port. This file imports nothing.
 """

@@ -119,13 +119,11 @@ def answer(
     if isinstance(args, str):
         return RecallAnswer(f"{args}\n{_listing(index, settings)}", "invalid", "miss")
     if args.ref is None:
-        assert args.query is not None
-        stored = [(ref, text) for ref, text in loaded.items() if text is not None]
-        return _search([*index.documents(), *stored], args.query, settings)
-    item = index.resolve(args.ref).item
-    candidates = index.resolve(args.ref).candidates
-    if item is None and args.ref in index.stored and loaded.get(args.ref) is not None:
-        item = CutItem(args.ref, "output", loaded[args.ref])
+        stored = [(ref, text) for ref in index.stored if (text := loaded.get(ref)) is not None]
+        return _search([*index.documents(), *stored], args.query or "", settings)
+    item, candidates = index.resolve(args.ref)
+    if item is None and args.ref in index.stored and (text := loaded.get(args.ref)) is not None:
+        item = CutItem(args.ref, "output", text)
     if item is None or item.text is None:
         return RecallAnswer(_miss(args.ref, index, settings, candidates), "ref", "miss")
     if args.query is not None:

@@ -115,16 +115,14 @@ def _tool_pairs(
     shift = len(upstream) - (len(client) - covers)
     if shift < 0 or covers > len(client):
         return
-    for position in range(covers, len(client)):
-        sent = client[position]
-        if sent.get("role") != "tool":
-            continue
-        out = upstream[shift + position - covers]
-        call_id = sent.get("tool_call_id")
-        if out.get("role") != "tool" or out.get("tool_call_id") != call_id:
-            continue
+    pairs = zip(client[covers:], upstream[shift:], strict=False)
+    for position, (sent, out) in enumerate(pairs, start=covers):
+        if sent is out or sent.get("role") != "tool":
+            continue  # unchanged messages stay the very same objects: most of a history
         before, after = sent.get("content"), out.get("content")
-        if before is after:  # unchanged messages keep their very objects: most results
+        if before is after or out.get("tool_call_id") != sent.get("tool_call_id"):
+            continue
+        if out.get("role") != "tool":
             continue
         original, cut = content_text(before), content_text(after)
         if original != cut:

@@ -26,6 +26,7 @@ class Round(NamedTuple):
     recall_calls: tuple[JSON, ...]
     client_calls: tuple[JSON, ...]
     content: str
+    """What the round said (a streamed round: only when it called the recall tool)."""
     finish_reason: str | None
     """None: no finish_reason came (a stream cut off)."""
     usage: JSON | None

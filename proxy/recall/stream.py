@@ -31,12 +31,22 @@ from typing import Any
 import orjson
 
 from proxy.recall.rounds import HEAD_KEYS, Round, sum_usage
-from proxy.sse_event import SSEvent
+from proxy.sse import SSEDecoder, SSEvent
 from proxy.types import JSON
 
 __all__ = ["StreamMerger"]
 
 _DONE = b"data: [DONE]\n\n"
+_NOT_PLAIN = (
+    b'"tool_calls"',
+    b'"finish_reason":"',
+    b'"finish_reason": "',
+    b'"usage":{',
+    b'"usage": {',
+    b"[DONE]",
+    b'"error"',
+)
+"""Bytes that may start what `feed` must see (a key cannot occur unescaped in a JSON string)."""
 
 
 @dataclass(slots=True)
@@ -56,8 +66,11 @@ class _RoundState:
     """Upstream index → the call as its deltas built it."""
     held: list[tuple[bytes, JSON]] = field(default_factory=list)
     """The tool-call chunks: bytes, and payload with only the calls in its delta."""
-    said: list[str] = field(default_factory=list)
-    """JSON of each chunk that carried content (parsed only when a recall round needs it)."""
+    said: list[str | bytes] = field(default_factory=list)
+    """JSON of each chunk that carried content, or whole events relayed undecoded (read only
+    when a recall round needs its content)."""
+    decoder: SSEDecoder = field(default_factory=SSEDecoder)
+    """`feed_bytes`'s decoder of this round's upstream stream."""
     finish: JSON | None = None
     finish_raw: bytes = b""
     """The finish chunk's bytes when they can go out as they came."""
@@ -87,6 +100,43 @@ class StreamMerger:
     def usage(self) -> JSON | None:
         """The rounds' usage summed (what the client is told)."""
         return sum_usage(self.usages)
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes `feed_bytes` holds of an event not yet complete: a stream cut off mid-event
+        leaves some (the caller ends the client stream with an error then)."""
+        return self._round.decoder.pending
+
+    def feed_bytes(self, chunk: bytes) -> bytes:
+        """`feed` for raw upstream bytes, decoded here: the bytes to send the client now. In
+        round 0, leading whole events with no tool call, finish_reason, usage object, `[DONE]`
+        or error go out as they came without being decoded (most of a stream's bytes)."""
+        if self._stale:
+            self._round, self._stale = _RoundState(), False
+        state = self._round
+        plain = self._plain_events(chunk)
+        if plain == len(chunk):  # the usual read: whole content events
+            state.said.append(chunk)
+            return chunk
+        out = bytearray(chunk[:plain])
+        if plain:
+            state.said.append(chunk[:plain])
+        for event in state.decoder.feed(chunk[plain:] if plain else chunk):
+            out += self.feed(event)
+        return bytes(out)
+
+    def _plain_events(self, chunk: bytes) -> int:
+        """How many leading bytes of `chunk` are whole plain events (see `feed_bytes`): with `\n`
+        line ends and nothing held back, an event ends at each blank line."""
+        if self.rounds or self._head is None or not self._round.decoder.idle or b"\r" in chunk:
+            return 0
+        cut = len(chunk)
+        for marker in _NOT_PLAIN:
+            at = chunk.find(marker, 0, cut)
+            if at >= 0:
+                cut = at
+        end = chunk.rfind(b"\n\n", 0, cut)
+        return end + 2 if end >= 0 else 0
 
     def feed(self, event: SSEvent) -> bytes:
         """The bytes to send the client for one upstream event (maybe none)."""
@@ -155,8 +205,7 @@ class StreamMerger:
         for delta in calls:
             if not isinstance(delta, dict):
                 continue
-            index = delta.get("index", 0)
-            call = self._round.calls.setdefault(index if isinstance(index, int) else 0, _Call())
+            call = self._round.calls.setdefault(_index(delta), _Call())
             function = _object(delta.get("function"))
             call.id = call.id or str(delta.get("id") or "")
             call.name = call.name or str(function.get("name") or "")
@@ -179,9 +228,9 @@ class StreamMerger:
                 out += raw
                 continue
             deltas = [
-                {**delta, "index": new_index[delta.get("index", 0)]}
+                {**delta, "index": new_index[_index(delta)]}
                 for delta in held["choices"][0]["delta"]["tool_calls"]
-                if isinstance(delta, dict) and delta.get("index", 0) in new_index
+                if isinstance(delta, dict) and _index(delta) in new_index
             ]
             if deltas:
                 out += self._encode(
@@ -198,15 +247,17 @@ class StreamMerger:
         )
 
     def end_round(self) -> Round:
-        """The round whose upstream stream just ended. When the next round is fed, this one's
-        held calls are dropped; `finish()` still sends them if no round follows."""
+        """The round whose upstream stream just ended (its `content` only when it called the
+        tool: the continuation needs it). When the next round is fed, this one's held calls are
+        dropped; `finish()` still sends them if no round follows."""
         state = self._round
         calls = sorted(state.calls.items())
         reason = None if state.finish is None else state.finish["choices"][0].get("finish_reason")
+        recall = tuple(c.as_json() for _, c in calls if c.name == self.tool_name)
         ended = Round(
-            recall_calls=tuple(c.as_json() for _, c in calls if c.name == self.tool_name),
+            recall_calls=recall,
             client_calls=tuple(c.as_json() for _, c in calls if c.name != self.tool_name),
-            content=_content(state.said),
+            content=_content(state.said) if recall else "",
             finish_reason=reason if isinstance(reason, str) else None,
             usage=state.usage,
         )
@@ -244,6 +295,12 @@ class StreamMerger:
         return b"data: " + orjson.dumps(out) + b"\n\n"
 
 
+def _index(delta: JSON) -> int:
+    """A tool-call delta's `index` (0 when missing or not a number, as for a single call)."""
+    index = delta.get("index", 0)
+    return index if isinstance(index, int) else 0
+
+
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -258,10 +315,14 @@ def _says(delta: Mapping[str, Any], *, role: bool) -> bool:
     return any(role if key == "role" else value not in (None, "") for key, value in delta.items())
 
 
-def _content(said: list[str]) -> str:
+def _content(said: list[str | bytes]) -> str:
     """The content of a round's chunks that carried some."""
     parts: list[str] = []
-    for data in said:
+    datas = (
+        [item] if isinstance(item, str) else [e.data for e in SSEDecoder().feed(item)]
+        for item in said
+    )
+    for data in (data for group in datas for data in group):
         try:
             choices = orjson.loads(data).get("choices") or [{}]
             content = (choices[0].get("delta") or {}).get("content")
@@ -273,11 +334,11 @@ def _content(said: list[str]) -> str:
 
 
 def _plain(raw: bytes) -> bool:
-    """A chunk with no tool call, a null finish_reason and no usage, judged on its bytes (a key
-    cannot occur unescaped inside a JSON string): relayed as it came, unparsed."""
-    if b'"tool_calls"' in raw:
-        return False
-    if b'"finish_reason":null' not in raw and b'"finish_reason": null' not in raw:
-        return False
-    usages = raw.count(b'"usage"')
-    return not usages or usages == raw.count(b'"usage":null') + raw.count(b'"usage": null')
+    """A chunk with no tool call, a null finish_reason and no usage object, judged on its bytes
+    (a key cannot occur unescaped inside a JSON string): relayed as it came, unparsed."""
+    return (
+        b'"tool_calls"' not in raw
+        and (b'"finish_reason":null' in raw or b'"finish_reason": null' in raw)
+        and b'"usage":{' not in raw
+        and b'"usage": {' not in raw
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "proxy" / "recall"
-ALLOWED = {"proxy.types", "proxy.content", "proxy.sse_event", "proxy.errors"}
+ALLOWED = {"proxy.types", "proxy.content", "proxy.sse", "proxy.sse_event", "proxy.errors"}
 IO = {
     "aiohttp",
     "redis",

@@ -76,18 +76,23 @@ BASH: Call = ("bash", "call_b1", ['{"cmd": "ls"}'])
 
 
 def merge(
-    rounds: list[bytes], *, wants_usage: bool, piece: int = 0
+    rounds: list[bytes], *, wants_usage: bool, piece: int = 0, events: bool = False
 ) -> tuple[bytes, list[Round], StreamMerger]:
-    """Feed the rounds as the wiring will (`piece` > 0: in pieces of that many bytes), a round
-    after each that called the tool; then the stream's end."""
+    """Feed the rounds as the wiring will (`piece` > 0: in pieces of that many bytes; `events`:
+    decoded here and fed event by event), a round after each that called the tool; then the
+    stream's end."""
     merger = StreamMerger(tool_name="ctx_recall", client_wants_usage=wants_usage)
     out, ended = bytearray(), []
     for data in rounds:
         decoder = SSEDecoder()
         size = piece or len(data)
         for start in range(0, len(data), size):
+            if not events:
+                out += merger.feed_bytes(data[start : start + size])
+                continue
             for event in decoder.feed(data[start : start + size]):
                 out += merger.feed(event)
+        assert not merger.pending
         ended.append(merger.end_round())
         if not ended[-1].recall_calls:
             break
@@ -274,12 +279,28 @@ def test_a_translated_anthropic_stream_merges_the_same_way() -> None:
     assert done == 1 and b"toolu_1" not in out
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=1, max_value=400))
-def test_any_split_of_the_upstream_bytes_gives_the_same_client_stream(piece: int) -> None:
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=400), st.booleans(), st.booleans())
+def test_any_split_of_the_upstream_bytes_gives_the_same_client_stream(
+    piece: int, events: bool, wants_usage: bool
+) -> None:
     rounds = [
         openai_round("chatcmpl-1", content=["é ", "ü"], calls=[BASH, RECALL]),
         openai_round("chatcmpl-2", content=["done"], calls=[BASH]),
     ]
-    whole, _, _ = merge(rounds, wants_usage=True)
-    assert merge(rounds, wants_usage=True, piece=piece)[0] == whole
+    whole, ended, _ = merge(rounds, wants_usage=wants_usage)
+    assert merge(rounds, wants_usage=wants_usage, piece=piece, events=events)[0] == whole
+    assert ended[0].content == "é ü"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=1, max_value=300))
+def test_a_stream_without_recall_is_relayed_unchanged_however_it_is_split(piece: int) -> None:
+    upstream = openai_round("chatcmpl-1", content=["a", "b", "c"] * 5, calls=[BASH])
+    assert merge([upstream], wants_usage=True, piece=piece)[0] == upstream
+
+
+def test_a_stream_cut_mid_event_leaves_bytes_pending() -> None:
+    merger = StreamMerger(tool_name="ctx_recall", client_wants_usage=False)
+    merger.feed_bytes(openai_round("c", content=["x"])[:150])
+    assert merger.pending
