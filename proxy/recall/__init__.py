@@ -10,6 +10,7 @@ Modules, in the order a request meets them:
     index       the per-request index: client messages vs prepared ones → ref → original text
     tool        `RecallSettings`, the tool definition, whether to offer it, the next round's body
     stream      the stream merger: several upstream rounds → one client SSE stream
+    held_calls  one streamed round's tool calls, held until its finish and re-indexed
     answer      one call answered: arguments, item or search, the `OutputReader` port
     search      a page of an item; the literal, case-insensitive search of everything cut
     rounds      `Round`, usage summed, non-streamed rounds combined into one answer

@@ -1,25 +1,25 @@
 """One client stream made of several upstream rounds (chat-completions SSE). Pure, incremental.
 
-Feed each decoded upstream event (`proxy.sse.SSEDecoder`) to `StreamMerger.feed`, which returns
-the bytes to send the client now. When a round's upstream stream ends, `end_round` says whether
-the model called the recall tool: then the proxy answers and feeds the next round; if not, or
-when the rounds stop, `finish()` gives the stream's last bytes. The client receives one answer:
+Feed the upstream's bytes to `StreamMerger.feed_bytes` as they arrive (or decoded events to
+`feed`): each call returns the bytes to send the client now. When a round's upstream stream ends,
+`end_round` says whether the model called the recall tool: the proxy answers and feeds the next
+round, or, when not (or when the rounds stop), sends `finish()`. A cut-off stream (`pending`, no
+finish_reason) or an error event (`failed`) ends the rounds with the caller's error event instead.
+The client receives one answer:
 
-    content, reasoning   relayed as they arrive, every round
-    role delta           round 0's only
-    tool calls           held until the round's finish_reason: a round that calls the recall
-                         tool has all its calls dropped (the client's of a mixed answer too: the
-                         model re-issues them); otherwise the client's go out, indexed from 0
-    finish_reason        one: that of the round without recall calls, or `finish()`'s when the
-                         rounds stopped ("tool_calls" if client calls are left, else "stop")
-    usage chunk          each round's held; `finish()` sends one with the rounds' sum when the
-                         client asked for usage (`client_wants_usage`)
-    [DONE]               held; `finish()` sends it
-    error event          relayed; `failed` is set
+    content, reasoning  relayed as they arrive, every round; the role delta of round 0 only
+    tool calls          held until the round's finish_reason: a round calling the recall tool
+                        drops all its calls (the client's of a mixed answer too: the model
+                        re-issues them); otherwise the client's go out indexed from 0
+    finish_reason       one: the round's without recall calls, or `finish()`'s when the rounds
+                        stopped ("tool_calls" if client calls are left, else "stop")
+    usage, [DONE]       held; `finish()` sends one usage chunk, the rounds' sum, when the client
+                        asked for usage (`client_wants_usage`), then `[DONE]`
+    error event         relayed; `failed` is set
 
 Later rounds go out under round 0's `id`, `model` and `created`. Round 0's chunks go out as they
-came while nothing in them changes; a content chunk of round 0 (no tool call, a null
-finish_reason, no usage: judged on its bytes) is not even parsed.
+came while nothing in them changes; `feed_bytes` does not even decode its content chunks (no tool
+call, a null finish_reason, no usage object: judged on their bytes).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from proxy.recall.held_calls import HeldCalls
 from proxy.recall.rounds import HEAD_KEYS, Round, sum_usage
 from proxy.sse import SSEDecoder, SSEvent
 from proxy.types import JSON
@@ -38,37 +39,18 @@ __all__ = ["StreamMerger"]
 
 _DONE = b"data: [DONE]\n\n"
 _NOT_PLAIN = (
-    b'"tool_calls"',
-    b'"finish_reason":"',
-    b'"finish_reason": "',
-    b'"usage":{',
-    b'"usage": {',
-    b"[DONE]",
-    b'"error"',
-)
+    b'"tool_calls"', b'"finish_reason":"', b'"finish_reason": "', b'"usage":{', b'"usage": {',
+    b"[DONE]", b'"error"',
+)  # fmt: skip
 """Bytes that may start what `feed` must see (a key cannot occur unescaped in a JSON string)."""
 
 
 @dataclass(slots=True)
-class _Call:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-    def as_json(self) -> JSON:
-        function = {"name": self.name, "arguments": "".join(self.arguments)}
-        return {"id": self.id, "type": "function", "function": function}
-
-
-@dataclass(slots=True)
 class _RoundState:
-    calls: dict[int, _Call] = field(default_factory=dict)
-    """Upstream index → the call as its deltas built it."""
-    held: list[tuple[bytes, JSON]] = field(default_factory=list)
-    """The tool-call chunks: bytes, and payload with only the calls in its delta."""
+    calls: HeldCalls
     said: list[str | bytes] = field(default_factory=list)
-    """JSON of each chunk that carried content, or whole events relayed undecoded (read only
-    when a recall round needs its content)."""
+    """Content texts, and whole events relayed undecoded (read when a recall round needs its
+    content)."""
     decoder: SSEDecoder = field(default_factory=SSEDecoder)
     """`feed_bytes`'s decoder of this round's upstream stream."""
     finish: JSON | None = None
@@ -92,7 +74,7 @@ class StreamMerger:
         self._usage_chunk: JSON | None = None
         self._saw_done = False
         self._finished = False
-        self._round = _RoundState()
+        self._round = _RoundState(HeldCalls(tool_name=tool_name))
         self._stale = False
         """The round ended: the next event starts a new one."""
 
@@ -112,7 +94,7 @@ class StreamMerger:
         round 0, leading whole events with no tool call, finish_reason, usage object, `[DONE]`
         or error go out as they came without being decoded (most of a stream's bytes)."""
         if self._stale:
-            self._round, self._stale = _RoundState(), False
+            self._next_round()
         state = self._round
         plain = self._plain_events(chunk)
         if plain == len(chunk):  # the usual read: whole content events
@@ -124,6 +106,9 @@ class StreamMerger:
         for event in state.decoder.feed(chunk[plain:] if plain else chunk):
             out += self.feed(event)
         return bytes(out)
+
+    def _next_round(self) -> None:
+        self._round, self._stale = _RoundState(HeldCalls(tool_name=self.tool_name)), False
 
     def _plain_events(self, chunk: bytes) -> int:
         """How many leading bytes of `chunk` are whole plain events (see `feed_bytes`): with `\n`
@@ -144,13 +129,10 @@ class StreamMerger:
         if event.is_comment_only or not data:
             return event.raw
         if self._stale:
-            self._round, self._stale = _RoundState(), False
+            self._next_round()
         if data == "[DONE]":
             self._saw_done = True
             return b""
-        if not self.rounds and self._head is not None and _plain(event.raw):
-            self._round.said.append(data)
-            return event.raw
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -180,83 +162,45 @@ class StreamMerger:
         reason = choice.get("finish_reason")
         if calls:
             alone = len(delta) == 1 and reason is None and not isinstance(usage, dict)
-            self._hold(payload, choice, calls, raw=raw if alone else b"")
-        if _says(rest, role=False):
-            state.said.append(orjson.dumps({"choices": [{"delta": rest}]}).decode())
+            only = _rechoice(payload, delta={"tool_calls": calls}, finish_reason=None)
+            state.calls.take(only, calls, raw=raw if alone else b"")
+        if isinstance(rest.get("content"), str):
+            state.said.append(rest["content"])
         out = b""
         if not self.rounds and not calls and reason is None and not isinstance(usage, dict):
             out = raw  # round 0's role delta, or content in an unusual shape
         elif _says(rest, role=not self.rounds):
             if self.rounds:
                 rest.pop("role", None)
-            out = self._encode(
-                _with_choice(payload, {**choice, "delta": rest, "finish_reason": None})
-            )
+            out = self._encode(_rechoice(payload, delta=rest, finish_reason=None))
         if reason is not None:
-            state.finish = _with_choice(payload, {**choice, "delta": {}})
+            state.finish = _rechoice(payload, delta={})
             plain = not calls and not _says(rest, role=True) and not isinstance(usage, dict)
             state.finish_raw = raw if plain and not self.rounds else b""
-            if not any(c.name == self.tool_name for c in state.calls.values()):
+            if not state.calls.recall:
                 out += self._release(str(reason))
         return out
-
-    def _hold(self, payload: JSON, choice: JSON, calls: list[Any], *, raw: bytes) -> None:
-        """Take in a chunk's tool-call deltas; `raw` is its bytes when it carries nothing else."""
-        for delta in calls:
-            if not isinstance(delta, dict):
-                continue
-            call = self._round.calls.setdefault(_index(delta), _Call())
-            function = _object(delta.get("function"))
-            call.id = call.id or str(delta.get("id") or "")
-            call.name = call.name or str(function.get("name") or "")
-            if isinstance(function.get("arguments"), str):
-                call.arguments.append(function["arguments"])
-        only = {**choice, "delta": {"tool_calls": calls}, "finish_reason": None}
-        self._round.held.append((raw, _with_choice(payload, only)))
 
     def _release(self, reason: str) -> bytes:
         """The round's client calls (indexed from 0), then its finish chunk with `reason`."""
         state = self._round
         assert state.finish is not None
         self._finished = True
-        mine = sorted(i for i, c in state.calls.items() if c.name != self.tool_name)
-        new_index = {upstream: client for client, upstream in enumerate(mine)}
-        same = not self.rounds and len(mine) == len(state.calls) and mine == list(range(len(mine)))
-        out = bytearray()
-        for raw, held in state.held:
-            if same and raw:
-                out += raw
-                continue
-            deltas = [
-                {**delta, "index": new_index[_index(delta)]}
-                for delta in held["choices"][0]["delta"]["tool_calls"]
-                if isinstance(delta, dict) and _index(delta) in new_index
-            ]
-            if deltas:
-                out += self._encode(
-                    _with_choice(held, {**held["choices"][0], "delta": {"tool_calls": deltas}})
-                )
-        original = state.finish["choices"][0].get("finish_reason")
-        if state.finish_raw and reason == original:
-            return bytes(out + state.finish_raw)
-        return bytes(
-            out
-            + self._encode(
-                _with_choice(state.finish, {**state.finish["choices"][0], "finish_reason": reason})
-            )
-        )
+        out = state.calls.release(self._encode, as_they_came=not self.rounds)
+        if state.finish_raw and reason == state.finish["choices"][0].get("finish_reason"):
+            return out + state.finish_raw
+        return out + self._encode(_rechoice(state.finish, finish_reason=reason))
 
     def end_round(self) -> Round:
         """The round whose upstream stream just ended (its `content` only when it called the
         tool: the continuation needs it). When the next round is fed, this one's held calls are
         dropped; `finish()` still sends them if no round follows."""
         state = self._round
-        calls = sorted(state.calls.items())
+        recall, client = state.calls.split()
         reason = None if state.finish is None else state.finish["choices"][0].get("finish_reason")
-        recall = tuple(c.as_json() for _, c in calls if c.name == self.tool_name)
         ended = Round(
             recall_calls=recall,
-            client_calls=tuple(c.as_json() for _, c in calls if c.name != self.tool_name),
+            client_calls=client,
             content=_content(state.said) if recall else "",
             finish_reason=reason if isinstance(reason, str) else None,
             usage=state.usage,
@@ -273,8 +217,7 @@ class StreamMerger:
         asked for usage, `[DONE]` when the upstream sent one."""
         out = bytearray()
         if not self._finished and self._round.finish is not None:
-            client = any(c.name != self.tool_name for c in self._round.calls.values())
-            out += self._release("tool_calls" if client else "stop")
+            out += self._release("tool_calls" if self._round.calls.client else "stop")
         usage = self.usage
         if self.client_wants_usage and usage is not None and self._usage_chunk is not None:
             choices = self._usage_chunk.get("choices")
@@ -295,18 +238,13 @@ class StreamMerger:
         return b"data: " + orjson.dumps(out) + b"\n\n"
 
 
-def _index(delta: JSON) -> int:
-    """A tool-call delta's `index` (0 when missing or not a number, as for a single call)."""
-    index = delta.get("index", 0)
-    return index if isinstance(index, int) else 0
-
-
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _with_choice(payload: JSON, choice: Mapping[str, Any]) -> JSON:
-    return {**payload, "choices": [dict(choice)]}
+def _rechoice(payload: JSON, **changes: Any) -> JSON:
+    """`payload` (a chunk of one choice) with `changes` to its choice."""
+    return {**payload, "choices": [{**payload["choices"][0], **changes}]}
 
 
 def _says(delta: Mapping[str, Any], *, role: bool) -> bool:
@@ -316,29 +254,17 @@ def _says(delta: Mapping[str, Any], *, role: bool) -> bool:
 
 
 def _content(said: list[str | bytes]) -> str:
-    """The content of a round's chunks that carried some."""
+    """A round's content: texts as they are, whole events relayed undecoded read now."""
     parts: list[str] = []
-    datas = (
-        [item] if isinstance(item, str) else [e.data for e in SSEDecoder().feed(item)]
-        for item in said
-    )
-    for data in (data for group in datas for data in group):
-        try:
-            choices = orjson.loads(data).get("choices") or [{}]
-            content = (choices[0].get("delta") or {}).get("content")
-        except (orjson.JSONDecodeError, AttributeError, IndexError):
+    for item in said:
+        if isinstance(item, str):
+            parts.append(item)
             continue
-        if isinstance(content, str):
-            parts.append(content)
+        for event in SSEDecoder().feed(item):
+            try:
+                content = orjson.loads(event.data)["choices"][0]["delta"]["content"]
+            except (orjson.JSONDecodeError, LookupError, TypeError):
+                continue  # a comment, or a chunk with no content
+            if isinstance(content, str):
+                parts.append(content)
     return "".join(parts)
-
-
-def _plain(raw: bytes) -> bool:
-    """A chunk with no tool call, a null finish_reason and no usage object, judged on its bytes
-    (a key cannot occur unescaped inside a JSON string): relayed as it came, unparsed."""
-    return (
-        b'"tool_calls"' not in raw
-        and (b'"finish_reason":null' in raw or b'"finish_reason": null' in raw)
-        and b'"usage":{' not in raw
-        and b'"usage": {' not in raw
-    )
