@@ -1,4 +1,5 @@
-"""The recall ref scheme and the recall text every cut's marker carries. Pure, stdlib only.
+"""The recall ref scheme and the recall text every cut's marker carries. Pure; imports nothing
+of the project (the stages that write markers import it).
 
 A ref names one item of the conversation that the proxy cut:
 
@@ -12,8 +13,8 @@ Every ref is a pure function of the client's own history (ids it chose, hashes o
 positions in a history that only grows), so a marker naming it is byte-stable across requests.
 
 A marker names a ref with the literal call `ctx_recall(ref="REF")` (`recall_call`; the configured
-tool name in place of `ctx_recall`, the ref as a JSON string). The wiring phase changes each marker
-once, to these exact forms (`recall_clause` is the part after `; `):
+tool name in place of `ctx_recall`, the ref as a JSON string), in these exact forms (the stages
+adopt them when recall is wired into requests; `recall_clause` is the part after `; `):
 
     prune       ...(truncated, original: 5000 chars; full text: ctx_recall(ref="call_1"))
     truncation  [120 lines truncated; full text: ctx_recall(ref="call_1")]
