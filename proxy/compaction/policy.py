@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from proxy.errors import InvalidSetting
+
 OUTPUT_RESERVE_TOKENS = 20_000
 BUFFER_TOKENS = 13_000
 
@@ -31,10 +33,14 @@ class CompactSettings:
     timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
-        if self.keep_recent < 0 or not 0 < self.soft_ratio <= 1 or self.timeout_s <= 0:
-            raise ValueError("compact: keep_recent >= 0, 0 < soft_ratio <= 1, timeout_s > 0")
+        if self.keep_recent < 0:
+            raise InvalidSetting("keep_recent", "must be 0 or more")
+        if not 0 < self.soft_ratio <= 1:
+            raise InvalidSetting("soft_ratio", "must be between 0 and 1 (above 0, at most 1)")
+        if self.timeout_s <= 0:
+            raise InvalidSetting("timeout_s", "must be above 0")
         if self.threshold_tokens != "auto" and self.threshold_tokens <= 0:
-            raise ValueError("compact: threshold_tokens must be positive or 'auto'")
+            raise InvalidSetting("threshold_tokens", 'must be above 0 or "auto"')
 
 
 def threshold_tokens(settings: CompactSettings, *, model_window: int) -> int:

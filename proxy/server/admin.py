@@ -1,7 +1,9 @@
-"""Health, readiness, persisted outputs and the sessions view (scoped to the caller's tenant)."""
+"""Health, readiness, persisted outputs, the sessions view and its events (scoped to the
+caller's tenant)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -13,6 +15,8 @@ from proxy.server.appkeys import LIFECYCLE, STORE, caller_of
 from proxy.server.keys import Caller
 
 T = TypeVar("T")
+
+EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -57,6 +61,23 @@ async def session_detail(request: web.Request) -> web.Response:
     if detail is None:
         raise NotFound("No such session.")
     return web.json_response(detail)
+
+
+async def list_events(request: web.Request) -> web.Response:
+    """`GET /v1/ctx/events?after=ID&limit=N`: the events after `after` (default: the oldest kept),
+    the caller's tenant's only (an admin's `?all=1`: every tenant's), and `last_id`, the id to
+    ask after next (events of other tenants are skipped, not returned). Never waits."""
+    caller = caller_of(request)
+    after = request.query.get("after") or "0-0"
+    if not EVENT_ID.match(after):
+        raise BadRequest("'after' must be an event id such as 1700000000000-0.", param="after")
+    tenant = None if caller.admin and request.query.get("all") else caller.tenant
+    store = request.app[STORE]
+    found = await _store_call(
+        store.read_events(after, block_ms=0, count=_limit(request.query.get("limit")))
+    )
+    events = [e for _, e in found if tenant is None or e.get("tenant") == tenant]
+    return web.json_response({"events": events, "last_id": found[-1][0] if found else after})
 
 
 def _limit(asked: str | None) -> int:

@@ -33,6 +33,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from proxy.content import MAX_BREAKPOINTS, MarkerPath, body_with_messages, find_body_markers
+from proxy.errors import InvalidSetting
 from proxy.stages.marker import (
     Ttl,
     already_marked,
@@ -57,9 +58,9 @@ class CacheSettings:
 
     def __post_init__(self) -> None:
         if self.ttl not in ("5m", "1h"):
-            raise ValueError(f"cache ttl must be '5m' or '1h', not {self.ttl!r}")
+            raise InvalidSetting("ttl", f'must be "5m" or "1h", not {self.ttl!r}')
         if self.min_cacheable_tokens is not None and self.min_cacheable_tokens < 0:
-            raise ValueError("cache min_cacheable_tokens must not be negative")
+            raise InvalidSetting("min_cacheable_tokens", "must be 0 or more")
 
 
 def render_request(

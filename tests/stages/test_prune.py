@@ -15,11 +15,10 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from proxy.content import content_text
+from proxy.content import content_text, persisted_block
 from proxy.stages import budgets as budgets_stage
 from proxy.stages import prune
 from proxy.stages.budgets import BudgetSettings, apply_budgets
-from proxy.stages.persisted_output import persisted_block
 from proxy.stages.prune import (
     COUNTERS,
     PruneSettings,

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from proxy.stages.persisted_output import (
+from proxy.content import (
     PERSISTED_CLOSE,
     PERSISTED_OPEN,
     is_persisted,
