@@ -12,6 +12,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from proxy.errors import ConfigError, InvalidSetting
@@ -103,14 +104,16 @@ def _scalar(value: Any, hint: Any, key: str, file: str) -> Any:
     raise ConfigError(f"must be {describe(hint)}", key=key, file=file)
 
 
-WORDS: dict[Any, tuple[str, str]] = {
-    int: ("an integer", "integers"),
-    float: ("a number", "numbers"),
-    bool: ("true or false", "booleans"),
-    str: ("a string", "strings"),
-    Path: ("a path", "paths"),
-    Any: ("any value", "values"),
-}
+WORDS: Mapping[Any, tuple[str, str]] = MappingProxyType(
+    {
+        int: ("an integer", "integers"),
+        float: ("a number", "numbers"),
+        bool: ("true or false", "booleans"),
+        str: ("a string", "strings"),
+        Path: ("a path", "paths"),
+        Any: ("any value", "values"),
+    }
+)
 
 
 def describe(hint: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -82,8 +83,10 @@ def describe_event(event: Mapping[str, str]) -> str:
 
 
 COLUMNS = ("tenant", "session", "model", "context", "cached", "compactions", "requests", "event")
-HEADERS = {"context": "last prompt / threshold", "event": "last event"}
-SHORT_HEADERS = {**HEADERS, "context": "context", "compactions": "comp.", "requests": "req."}
+HEADERS = MappingProxyType({"context": "last prompt / threshold", "event": "last event"})
+SHORT_HEADERS = MappingProxyType(
+    {**HEADERS, "context": "context", "compactions": "comp.", "requests": "req."}
+)
 DROPPED_FIRST = ("model", "cached", "requests", "tenant", "compactions")
 """Narrower than the full table, columns go in this order until it fits (`tenant` moves in
 front of the session, or into the title when every row has the same)."""

@@ -1,0 +1,19 @@
+"""Compaction: everything about summarizing a history (DESIGN §3 Compaction).
+
+Modules, in the order a request meets them:
+
+    policy      `CompactSettings` and when a conversation is due (thresholds)
+    stored      stored compactions: made from a cut, applied to the requests that follow (the
+                "apply stored compaction" stage)
+    trigger     when a request compacts: now, in the background (async mode), or not at all
+    job         what one compaction is given (`CompactionJob`) and ends in (`CompactionOutcome`)
+    compactor   the async shell: lock, archive, one summarizer call, fenced save; background
+                tasks
+    plan        where the history is cut and what replaces it (summary, preserved tool output)
+    prompt      the summarizer's request and the reading of its answer
+
+Pure but for `compactor` and `trigger`, which reach the store and the summarizer only through
+ports (`proxy.ports`). May import the foundation and stages/; never the engine, an adapter, the
+server or a network library. Memory write-back belongs here, beside the summary it is written
+with.
+"""

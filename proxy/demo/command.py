@@ -73,7 +73,7 @@ async def play(*, console: Console, workdir: Path) -> int:
     import openai
 
     from proxy.demo.play import THRESHOLD, DemoSession, demo_settings, prepare_workspace
-    from proxy.demo.script import SYSTEM, TURNS
+    from proxy.demo.script import SYSTEM, turns
     from proxy.demo.upstream import SimulatedUpstream
     from proxy.server.app import create_app
 
@@ -98,7 +98,7 @@ async def play(*, console: Console, workdir: Path) -> int:
         async with client:
             send = openai_sender(client)
             session = DemoSession(console, send, upstream, system=SYSTEM, threshold=THRESHOLD)
-            for user_text, steps in TURNS:
+            for user_text, steps in turns():
                 await session.turn(user_text, steps)
             session.gauge("after compaction")
     sessions = workspace / "sessions"
@@ -114,13 +114,13 @@ async def play(*, console: Console, workdir: Path) -> int:
 
 def openai_sender(client: openai.AsyncOpenAI) -> Send:
     """The agent's request, through the `openai` SDK as a real agent sends it."""
-    from proxy.demo.script import TOOLS
+    from proxy.demo.script import tools
 
     async def send(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], Mapping[str, str]]:
         raw = await client.chat.completions.with_raw_response.create(
             model="simulated-model",
             messages=messages,  # type: ignore[arg-type]
-            tools=TOOLS,  # type: ignore[arg-type]
+            tools=tools(),  # type: ignore[arg-type]
             extra_headers={"X-Ctx-Session": SESSION},
         )
         return raw.parse().model_dump(exclude_none=True), raw.headers

@@ -8,6 +8,9 @@ The two notes are 755 characters each, so pruning an old one shows `755 → 235 
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 from proxy.demo.upstream import Call, Say
 
 PLAN = """\
@@ -95,11 +98,13 @@ Decisions log
 Next review: 2026-12-08, with Tomas and Ines.
 """
 
-FILES = {
-    "notes/project-plan.md": PLAN,
-    "notes/client-brief.md": BRIEF,
-    "notes/risks.md": RISKS,
-}
+FILES = MappingProxyType(
+    {
+        "notes/project-plan.md": PLAN,
+        "notes/client-brief.md": BRIEF,
+        "notes/risks.md": RISKS,
+    }
+)
 
 CALL_LINES = (
     "Tomas: The 06:00 number was late twice last week; finance noticed.",
@@ -131,57 +136,67 @@ def call_transcript(max_chars: int) -> str:
 
 SYSTEM = "You are a helpful agent with the tools list_dir and read_file."
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    }
-    for name, description in (
-        ("list_dir", "List the files of a folder."),
-        ("read_file", "Read a text file."),
-    )
-]
 
-TURNS: tuple[tuple[str, tuple[Say | Call, ...]], ...] = (
-    ("Hi! Who am I talking to?", (Say("Hi {name}! I'm Wren, your assistant. What's first?"),)),
-    (
-        "Please list my notes folder, then read the project plan and the client brief.",
+def tools() -> list[dict[str, Any]]:
+    """The two tools of the session, as the agent declares them (a fresh list each time)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                },
+            },
+        }
+        for name, description in (
+            ("list_dir", "List the files of a folder."),
+            ("read_file", "Read a text file."),
+        )
+    ]
+
+
+Turn = tuple[str, tuple[Say | Call, ...]]
+
+
+def turns() -> tuple[Turn, ...]:
+    """The user's lines, each with the steps the SIMULATED model answers it with."""
+    return (
+        ("Hi! Who am I talking to?", (Say("Hi {name}! I'm Wren, your assistant. What's first?"),)),
         (
-            Call("list_dir", {"path": "notes"}),
-            Call("read_file", {"path": "notes/project-plan.md"}),
-            Call("read_file", {"path": "notes/client-brief.md"}),
-            Say(
-                "Plan: cut over to Dagster + DuckDB by 2026-12-18 (5 milestones, 18 days at"
-                " EUR 640/day). Brief: HFA wants one trusted daily number by 06:00; change"
-                " freeze from 2026-12-20."
+            "Please list my notes folder, then read the project plan and the client brief.",
+            (
+                Call("list_dir", {"path": "notes"}),
+                Call("read_file", {"path": "notes/project-plan.md"}),
+                Call("read_file", {"path": "notes/client-brief.md"}),
+                Say(
+                    "Plan: cut over to Dagster + DuckDB by 2026-12-18 (5 milestones, 18 days at"
+                    " EUR 640/day). Brief: HFA wants one trusted daily number by 06:00; change"
+                    " freeze from 2026-12-20."
+                ),
             ),
         ),
-    ),
-    (
-        "Here is the transcript of today's call. Check it against the risks file.\n\n{transcript}",
         (
-            Call("read_file", {"path": "notes/risks.md"}),
-            Say(
-                "The call covers both schema risks and the rate limit: Tomas will ask for"
-                " 2,000 requests a minute, and Postgres stays read-only until 2027-01-17."
+            "Here is the transcript of today's call. Check it against the risks file.\n\n"
+            "{transcript}",
+            (
+                Call("read_file", {"path": "notes/risks.md"}),
+                Say(
+                    "The call covers both schema risks and the rate limit: Tomas will ask for"
+                    " 2,000 requests a minute, and Postgres stays read-only until 2027-01-17."
+                ),
             ),
         ),
-    ),
-    (
-        "Thanks. Please summarise everything so far for my weekly sync.",
         (
-            Say(
-                "Weekly sync summary: migration on track for 2026-12-18; milestone 1 under way;"
-                " open items: rate-limit increase (Tomas), cost note for Sofia by Friday."
+            "Thanks. Please summarise everything so far for my weekly sync.",
+            (
+                Say(
+                    "Weekly sync summary: migration on track for 2026-12-18; milestone 1 under way;"
+                    " open items: rate-limit increase (Tomas), cost note for Sofia by Friday."
+                ),
             ),
         ),
-    ),
-)
+    )

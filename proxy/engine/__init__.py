@@ -1,0 +1,15 @@
+"""The engine: what runs one request's context, in call order. No HTTP (the server calls it).
+
+    engine      `ContextEngine`: load the `Turn` (state, workspace, clock, model window), match
+                the stored compactions once, run the stages, compact when due, render, persist
+                the outputs, record the session
+    pipeline    a tenant's `Stack` of stages (built once at start-up), the runner, render and
+                pre-flight validation, fail-open at every step
+    memo        per-tenant memos of history hashes: lineages, derived session ids, which stored
+                compaction a history begins with
+    prepared    what `prepare` hands back (`Prepared`) and its stage reports summed (`Tally`)
+    record      what a request reads from its session's state and writes back to it
+
+May import the foundation, stages/, compaction/ and settings; never an adapter, the server or a
+network library: the store, workspace and compactor come in through ports.
+"""

@@ -10,6 +10,7 @@ result listing the refs that exist.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal, NamedTuple, Protocol
 
 import orjson
@@ -31,11 +32,13 @@ __all__ = [
 
 _LISTED = 40
 """At most this many refs in an explanation; the count of the rest follows."""
-_KIND_NAMES: Mapping[CutKind, str] = {
-    "result": "tool result",
-    "output": "stored output",
-    "summary": "summarized",
-}
+_KIND_NAMES: Mapping[CutKind, str] = MappingProxyType(
+    {
+        "result": "tool result",
+        "output": "stored output",
+        "summary": "summarized",
+    }
+)
 
 
 class OutputReader(Protocol):

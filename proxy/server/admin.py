@@ -1,5 +1,5 @@
-"""Health, readiness, persisted outputs, the sessions view and its events (scoped to the
-caller's tenant)."""
+"""Health, readiness, the metrics, persisted outputs, the sessions view and its events (scoped to
+the caller's tenant)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import generate_latest
 
 from proxy.errors import BadRequest, NotFound, StoreUnavailable
 from proxy.identity import SAFE_ID
 from proxy.server.appkeys import LIFECYCLE, STORE, caller_of
 from proxy.server.keys import Caller
+from proxy.server.observe.metrics import METRICS
 
 T = TypeVar("T")
 
@@ -102,3 +105,13 @@ async def _store_call(call: Awaitable[T]) -> T:
         return await call
     except StoreUnavailable as exc:
         raise StoreUnavailable("The session store is unavailable; try again shortly.") from exc
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """`GET /metrics`: the app's registry; the store health gauge is refreshed on each scrape."""
+    metrics = request.app[METRICS]
+    store = request.app.get(STORE)
+    if store is not None:
+        metrics.set_store_degraded(not await store.ping())
+    body = generate_latest(metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -42,7 +42,7 @@ from proxy.server.factories import make_store, make_summarizer, make_upstream, m
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.observe.events import EventEmitter
-from proxy.server.observe.metrics import METRICS, Metrics, metrics_endpoint
+from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
 
@@ -87,7 +87,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.on_response_prepare.append(stamp_ids)
     app.router.add_get("/healthz", admin.healthz)
     app.router.add_get("/readyz", admin.readyz)
-    app.router.add_get("/metrics", metrics_endpoint)
+    app.router.add_get("/metrics", admin.metrics_endpoint)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/chat/completions", chat_completions)
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import aiohttp
 import orjson
@@ -25,7 +26,7 @@ from proxy.errors import error_body
 AFTER_S = 2.0
 EVERY_S = 10.0
 COMMENT = b": ctxproxy is preparing the context\n\n"
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+SSE_HEADERS = MappingProxyType({"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
 
 
 class KeepAlive:

@@ -14,28 +14,20 @@ from aiohttp.typedefs import Handler, Middleware
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.access import log_access
-from proxy.server.appkeys import SCOPE, RequestScope, Services
-from proxy.server.observe.metrics import count_request
+from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
 
 log = logging.getLogger(__name__)
 
 # aiohttp refuses one header line over 8 KiB; this bounds them all together (nginx: 32 KiB,
 # Envoy: 60 KiB), so a client cannot make every hop carry megabytes of headers.
 MAX_HEADER_BYTES = 64 * 1024
-# Request ids: a random prefix per process and a counter, unique across replicas without a
-# random draw (a system call) per request.
-_ID_PREFIX = secrets.token_hex(4)
-_ID_COUNTER = itertools.count()
-
-
-def new_request_id() -> str:
-    return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
 
 
 def error_boundary(services: Services) -> Middleware:
     """The one middleware, for the app of `services`: a request id and the request's scope,
     errors rendered, and every request counted and logged once it is over."""
     lifecycle = services.lifecycle
+    new_request_id = RequestIds()
 
     @web.middleware
     async def boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -57,6 +49,37 @@ def error_boundary(services: Services) -> Middleware:
         return response
 
     return boundary
+
+
+class RequestIds:
+    """Request ids of one app: a random prefix and a counter, unique across replicas without a
+    random draw (a system call) per request."""
+
+    __slots__ = ("_counter", "_prefix")
+
+    def __init__(self) -> None:
+        self._prefix = secrets.token_hex(4)
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}"
+
+
+def count_request(request: web.Request, scope: RequestScope, status: int) -> None:
+    """Count one HTTP request by tenant, route pattern and final status (the error boundary
+    calls this last, so errors it rendered count with their status)."""
+    route = request.match_info.route.resource
+    pattern = route.canonical if route is not None else "unmatched"
+    tenant = _tenant_of(request)
+    scope.services.metrics.requests.labels(tenant, pattern, str(status)).value += 1
+
+
+def _tenant_of(request: web.Request) -> str:
+    """The caller's tenant, or `-` when the request carries no valid key."""
+    try:
+        return caller_of(request).tenant or "-"
+    except CtxProxyError:
+        return "-"
 
 
 async def stamp_ids(request: web.Request, response: web.StreamResponse) -> None:

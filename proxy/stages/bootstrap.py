@@ -135,7 +135,9 @@ def run(
     return Draft(draft.body, system, draft.messages), found.report
 
 
-TAGS = {"soul": "soul", "user": "user_profile", "agent": "agent", "memory": "memory_index"}
+TAGS = MappingProxyType(
+    {"soul": "soul", "user": "user_profile", "agent": "agent", "memory": "memory_index"}
+)
 REPLACING = frozenset({"soul", "user"})
 STATIC_KEYS = ("soul", "agent")
 DYNAMIC_KEYS = ("user", "memory")

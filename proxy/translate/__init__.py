@@ -1,0 +1,13 @@
+"""Translate: pure wire translation between OpenAI chat completions and Anthropic Messages.
+
+Modules, in the order a request meets them:
+
+    anthropic_request   a chat-completions body → a Messages request
+    anthropic_blocks    message contents ⇄ Messages content blocks (text, images, tool use/result)
+    anthropic_tools     tool definitions and tool choice
+    anthropic_response  a Messages answer (or error) → a chat completion (or OpenAI error)
+    anthropic_stream    Messages stream events → chat-completion chunks, as they arrive
+
+An inbound API (Messages, Responses) adds its own modules here: its request to the internal
+chat-completions form and back, losslessly. May import the foundation only; no I/O.
+"""

@@ -25,6 +25,7 @@ Every other key is dropped, since the Messages API rejects unknown keys; among t
 from __future__ import annotations
 
 import copy
+from types import MappingProxyType
 
 from proxy.content import SYSTEM_ROLES
 from proxy.translate.anthropic_blocks import (
@@ -38,7 +39,9 @@ from proxy.translate.anthropic_tools import tools_request
 from proxy.types import JSON, Message
 
 PLACEHOLDER_TEXT = "(continued)"
-REASONING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+REASONING_BUDGETS = MappingProxyType(
+    {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+)
 MIN_THINKING_BUDGET = 1024
 PASSTHROUGH_KEYS = ("model", "stream")
 DROPPED_KEYS = frozenset(

@@ -17,35 +17,42 @@ error body        → `{"error": {message, type, param, code}}` with the status 
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 
 from proxy.errors import error_body
 from proxy.types import JSON
 
-FINISH_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-}
-ERROR_CODES = {
-    "rate_limit_error": "rate_limit_exceeded",
-    "authentication_error": "invalid_api_key",
-    "overloaded_error": "overloaded",
-    "request_too_large": "request_too_large",
-}
-STATUS_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
+FINISH_REASONS = MappingProxyType(
+    {
+        "end_turn": "stop",
+        "stop_sequence": "stop",
+        "pause_turn": "stop",
+        "max_tokens": "length",
+        "model_context_window_exceeded": "length",
+        "tool_use": "tool_calls",
+        "refusal": "content_filter",
+    }
+)
+ERROR_CODES = MappingProxyType(
+    {
+        "rate_limit_error": "rate_limit_exceeded",
+        "authentication_error": "invalid_api_key",
+        "overloaded_error": "overloaded",
+        "request_too_large": "request_too_large",
+    }
+)
+STATUS_ERROR_TYPES = MappingProxyType(
+    {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        413: "request_too_large",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }
+)
 TOO_LONG_MARKERS = ("prompt is too long", "context window", "context length")
 
 

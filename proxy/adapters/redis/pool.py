@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import hiredis
@@ -71,11 +72,13 @@ class HiredisUnixConnection(HiredisPacking, UnixDomainSocketConnection):
     pass
 
 
-PACKING: Mapping[type[AbstractConnection], type[AbstractConnection]] = {
-    Connection: HiredisConnection,
-    SSLConnection: HiredisSSLConnection,
-    UnixDomainSocketConnection: HiredisUnixConnection,
-}
+PACKING: Mapping[type[AbstractConnection], type[AbstractConnection]] = MappingProxyType(
+    {
+        Connection: HiredisConnection,
+        SSLConnection: HiredisSSLConnection,
+        UnixDomainSocketConnection: HiredisUnixConnection,
+    }
+)
 """The connection class a URL's scheme selects (`redis://`, `rediss://`, `unix://`) → the same
 packing in C."""
 

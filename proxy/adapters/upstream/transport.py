@@ -13,9 +13,8 @@ nothing is retried. Redirects are never followed.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncGenerator, AsyncIterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -36,6 +35,19 @@ class Timeouts:
     idle_s: float = 300.0
     total_s: float = 600.0
     """For a whole non-streaming call; streams have no total bound."""
+    stream_bounds: aiohttp.ClientTimeout = field(init=False, repr=False, compare=False)
+    """aiohttp's bounds of a stream's request (made once: an upstream's timeouts are built once)."""
+    call_bounds: aiohttp.ClientTimeout = field(init=False, repr=False, compare=False)
+    """aiohttp's bounds of a whole non-streaming call."""
+
+    def __post_init__(self) -> None:
+        # `sock_connect` bounds opening a new connection; `connect` would also bound taking a
+        # pooled one, at the price of a timeout context on every request (a wait for a free
+        # connection is bounded anyway: by `total_s` or by the stream's first-byte bound).
+        stream = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_s)
+        call = aiohttp.ClientTimeout(total=self.total_s, sock_connect=self.connect_s)
+        object.__setattr__(self, "stream_bounds", stream)
+        object.__setattr__(self, "call_bounds", call)
 
 
 def timeouts_of(upstream: UpstreamSettings) -> Timeouts:
@@ -68,7 +80,7 @@ async def open_response(
     A stream (the default) must start within `first_byte_s`; with `whole_call` (a non-streaming
     answer, which arrives all at once) the call, body read included, is bounded by `total_s`
     instead, by aiohttp's own timer."""
-    timeout = _client_timeout(timeouts.connect_s, timeouts.total_s if whole_call else None)
+    timeout = timeouts.call_bounds if whole_call else timeouts.stream_bounds
     for attempt in (1, 2):
         try:
             if whole_call:
@@ -152,14 +164,6 @@ class _IdleWatch:
 
     def close(self) -> None:
         self._handle.cancel()
-
-
-@functools.lru_cache(maxsize=16)
-def _client_timeout(connect_s: float, total_s: float | None) -> aiohttp.ClientTimeout:
-    # `sock_connect` bounds opening a new connection; `connect` would also bound taking a pooled
-    # one, at the price of a timeout context on every request (a wait for a free connection is
-    # bounded anyway: by `total_s` or by the stream's first-byte bound around the call).
-    return aiohttp.ClientTimeout(total=total_s, sock_connect=connect_s)
 
 
 async def read_body(response: aiohttp.ClientResponse) -> bytes:

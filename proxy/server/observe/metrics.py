@@ -1,8 +1,7 @@
 """Prometheus metrics: one `CollectorRegistry` per app, fed by an observer and a middleware.
 
-`Metrics.on_request` reads a `Trace` after each chat request; `count_request` (called by the
-error boundary) counts every HTTP request, also those that fail before a trace exists (401, 400,
-413).
+`Metrics.on_request` reads a `Trace` after each chat request; the error boundary counts every HTTP
+request (`proxy.server.middlewares`), also those that fail before a trace exists (401, 400, 413).
 Labels are bounded sets only: the tenant (from the config), the route *pattern*, the status, a
 stage name, a compaction outcome and reason. Never a session id, a key, a model name (client-chosen)
 or content. `GET /metrics` renders the registry in the Prometheus text format.
@@ -17,15 +16,13 @@ counter names those series are keyed by. Recording is plain arithmetic on the ev
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
-from prometheus_client.exposition import generate_latest
+from prometheus_client import CollectorRegistry
 
 from proxy.compaction.job import CompactionOutcome
 from proxy.engine.prepared import Tally
-from proxy.errors import CtxProxyError
-from proxy.server.appkeys import STORE, RequestScope, caller_of
 from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe.trace import Trace
 from proxy.usage import Usage
@@ -134,41 +131,16 @@ class Metrics:
 METRICS = web.AppKey("metrics", Metrics)
 
 
-def count_request(request: web.Request, scope: RequestScope, status: int) -> None:
-    """Count one HTTP request by tenant, route pattern and final status (the error boundary
-    calls this last, so errors it rendered count with their status)."""
-    route = request.match_info.route.resource
-    pattern = route.canonical if route is not None else "unmatched"
-    tenant = _tenant_of(request)
-    scope.services.metrics.requests.labels(tenant, pattern, str(status)).value += 1
-
-
-def _tenant_of(request: web.Request) -> str:
-    """The caller's tenant, or `-` when the request carries no valid key."""
-    try:
-        return caller_of(request).tenant or "-"
-    except CtxProxyError:
-        return "-"
-
-
-async def metrics_endpoint(request: web.Request) -> web.Response:
-    """`GET /metrics`: the app's registry; the store health gauge is refreshed on each scrape."""
-    metrics = request.app[METRICS]
-    store = request.app.get(STORE)
-    if store is not None:
-        metrics.set_store_degraded(not await store.ping())
-    body = generate_latest(metrics.registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
 TOKEN_KINDS = ("prompt", "cached", "cache_creation", "completion")
 CUT_ACTIONS = ("pruned", "replayed", "persisted", "truncated")
 SUMMED = frozenset({"chars_pruned", *CUT_ACTIONS})
 """Counters summed over every stage's report (as `Tally.chars_pruned` is)."""
-OWN_COUNTERS: Mapping[str, frozenset[str]] = {
-    "budgets": SUMMED | {"chars_saved"},
-    "validate": SUMMED | {"repairs", "client_violations"},
-}
+OWN_COUNTERS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "budgets": SUMMED | {"chars_saved"},
+        "validate": SUMMED | {"repairs", "client_violations"},
+    }
+)
 """Counters read from one stage's report only, by stage."""
 
 
