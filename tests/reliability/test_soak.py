@@ -21,6 +21,8 @@ from tests.redis_server import RedisServer
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import COMPACT_AT_1000, Rig, auth, current_tasks, history, open_fds
 
+pytestmark = pytest.mark.soak
+
 SOAK_S = float(os.environ.get("CTXPROXY_SOAK_S", "60"))
 WORKERS = 100
 REPLIES = {
