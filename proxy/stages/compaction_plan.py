@@ -32,9 +32,10 @@ class CompactionPlan:
 
 
 def plan_compaction(messages: Sequence[Message], *, keep_recent: int) -> CompactionPlan | None:
-    """Where to cut: keep the last `keep_recent` messages, moving the cut earlier (keeping more)
-    until the kept part does not start with a `tool` message and no tool result is kept whose
-    call would be summarized. None when nothing but an earlier summary would be summarized."""
+    """Where to cut: keep the last `keep_recent` messages (at least one, so the request still
+    ends with the client's own last message), moving the cut earlier (keeping more) until the
+    kept part does not start with a `tool` message and no tool result is kept whose call would
+    be summarized. None when nothing but an earlier summary would be summarized."""
     calls = {
         c.get("id"): i
         for i, m in enumerate(messages)
@@ -50,7 +51,7 @@ def plan_compaction(messages: Sequence[Message], *, keep_recent: int) -> Compact
         if _is_tool(messages[j]):
             call_at = min(calls.get(messages[j].get("tool_call_id"), j), j - 1)
         earliest_call[j] = min(earliest_call[j + 1], call_at)
-    split = len(messages) - max(keep_recent, 0)
+    split = len(messages) - max(keep_recent, 1)
     while split > 0 and earliest_call[split] < split:
         split -= 1
     if split <= 0 or all(_is_carried(m) for m in messages[:split]):

@@ -133,6 +133,12 @@ def test_splitting_real_agent_sessions_keeps_every_tool_result_with_its_call(
             assert message["role"] != "tool" or message["tool_call_id"] in called, path.name
 
 
+def test_plan_keeps_the_last_message_even_with_keep_recent_zero() -> None:
+    messages = [user("a"), assistant("b"), user("c")]
+    assert plan_compaction(messages, keep_recent=0) == CompactionPlan(split=2)
+    assert plan_compaction(messages[:1], keep_recent=0) is None
+
+
 def test_plan_of_too_few_messages_is_none() -> None:
     messages = [user("a"), assistant("b")]
     assert plan_compaction(messages, keep_recent=2) is None
