@@ -48,14 +48,16 @@ def cli_log_level(environ: Mapping[str, str]) -> str:
 
 
 def default_settings(environ: Mapping[str, str]) -> Settings:
-    """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`."""
+    """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
+
+    The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
+    whatever the current folder. The sample workspace serves the example config and the demo."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    tenant = TenantSettings(workspace=Path("config/workspaces/default").resolve())
-    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
+    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
@@ -148,8 +150,20 @@ def _tenant(
         built["bootstrap"] = replace(
             built["bootstrap"], managed_dir=str((base / managed).resolve())
         )
-    workspace = tenant.workspace if tenant.workspace.is_absolute() else base / tenant.workspace
-    return replace(tenant, name=name, workspace=workspace.resolve(), **built)
+    workspace = _workspace(tenant.workspace, base, f"{where}.workspace", file)
+    return replace(tenant, name=name, workspace=workspace, **built)
+
+
+def _workspace(path: Path | None, base: Path, key: str, file: str) -> Path | None:
+    """A configured workspace, relative to the config file's folder (never to the current
+    one); it must be a folder: a missing one or a file is a config error, not a silent nothing."""
+    if path is None:
+        return None
+    resolved = (base / path).resolve()  # an absolute `path` stays as it is
+    if not resolved.is_dir():
+        problem = "is not a folder" if resolved.exists() else "does not exist"
+        raise ConfigError(f"{resolved} {problem}", key=key, file=file)
+    return resolved
 
 
 def _check_digest(value: str, key: str, file: str) -> None:

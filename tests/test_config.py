@@ -85,13 +85,54 @@ def test_value_rejected_by_a_stage_is_a_config_error(tmp_path: Path) -> None:
     assert caught.value.key == "tenants.a.compact"
 
 
-def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
+def test_relative_paths_are_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write(
         tmp_path, "[tenants.a]\nworkspace = 'ws'\n[tenants.a.bootstrap]\nmanaged_dir = 'm'\n"
     )
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(EXAMPLE.parents[1])  # a folder holding config/workspaces/default
     tenant = load_settings(path, environ={}).tenants["a"]
     assert tenant.workspace == (tmp_path / "ws").resolve()
     assert tenant.bootstrap.managed_dir == str((tmp_path / "m").resolve())
+
+
+@pytest.mark.parametrize("folder", ["repository root", "elsewhere"])
+def test_no_config_gives_the_default_tenant_no_workspace_from_any_folder(
+    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(EXAMPLE.parents[1] if folder == "repository root" else tmp_path)
+    assert load_settings(None, environ={}).tenants["default"].workspace is None
+
+
+def test_a_tenant_without_a_workspace_key_has_no_workspace(tmp_path: Path) -> None:
+    path = write(tmp_path, "[tenants.a]\n")
+    assert load_settings(path, environ={}).tenants["a"].workspace is None
+
+
+@pytest.mark.parametrize("problem", ["does not exist", "is not a folder"])
+def test_a_workspace_that_is_missing_or_a_file_is_a_config_error_naming_key_and_path(
+    problem: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "[tenants.a]\nworkspace = 'ws'\n")
+    if problem == "is not a folder":
+        (tmp_path / "ws").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "tenants.a.workspace"
+    assert str(caught.value) == f"{path}: tenants.a.workspace: {tmp_path / 'ws'} {problem}"
+
+
+def test_serve_with_a_missing_workspace_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli import main
+
+    path = write(tmp_path, "[tenants.a]\nworkspace = 'gone'\n")
+    assert main(["serve", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tenants.a.workspace" in err and str(tmp_path / "gone") in err
 
 
 def test_cli_exits_non_zero_on_a_config_error(

@@ -27,7 +27,7 @@ from proxy.settings import Settings, UpstreamSettings
 def make_store(settings: Settings) -> StateStore:
     store = settings.store
     if store.url.startswith("memory://"):
-        workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+        workspaces = workspaces_of(settings)
 
         def archive_dir(tenant: str) -> Path | None:
             found = workspaces.get(tenant)
@@ -48,9 +48,13 @@ def make_workspace(settings: Settings) -> WorkspaceSource:
         None,
     )
     return FileWorkspace(
-        workspaces={name: t.workspace for name, t in settings.tenants.items()},
-        managed_dir=Path(managed) if managed else None,
+        workspaces=workspaces_of(settings), managed_dir=Path(managed) if managed else None
     )
+
+
+def workspaces_of(settings: Settings) -> dict[str, Path]:
+    """The tenants that have a workspace, and its folder."""
+    return {name: t.workspace for name, t in settings.tenants.items() if t.workspace is not None}
 
 
 def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
