@@ -71,7 +71,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from aiohttp import web
 
-    from proxy.config import load_settings
+    from proxy.config import check_upstreams_are_not_self, load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
 
@@ -80,6 +80,7 @@ def run_serve(args: argparse.Namespace) -> int:
     server = settings.server
     server = replace(server, host=args.host or server.host, port=args.port or server.port)
     settings = replace(settings, server=server)
+    check_upstreams_are_not_self(settings)
     logging.getLogger("proxy").info(
         "ctxproxy serving on http://%s:%d (store %s, config %s)",
         server.host,

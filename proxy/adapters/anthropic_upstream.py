@@ -41,7 +41,8 @@ class AnthropicUpstream:
 
     `api_key` is the configured key; an `api_key` passed to `send_chat` (the client's
     own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream.
-    `default_max_tokens` and `keep_sampling` go to `to_messages_request`.
+    `default_max_tokens` and `keep_sampling` go to `to_messages_request`; `via` is this
+    proxy's instance id, sent in the loop marker (`http_headers.VIA`).
     """
 
     def __init__(
@@ -57,8 +58,10 @@ class AnthropicUpstream:
         first_byte_timeout_s: float = 120.0,
         idle_timeout_s: float = 300.0,
         timeout_s: float = 600.0,
+        via: str | None = None,
     ) -> None:
         self._session = session
+        self._via = via
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._api_key = api_key
         self._version = anthropic_version
@@ -77,7 +80,7 @@ class AnthropicUpstream:
             body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
         )
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
-        sent_headers = request_headers(headers, api_key=key, version=self._version)
+        sent_headers = request_headers(headers, api_key=key, version=self._version, via=self._via)
         data = orjson.dumps(request)
         reply = await self._exchange(data, sent_headers, body, stream=bool(request.get("stream")))
         return reply._replace(sent_bytes=len(data))

@@ -109,7 +109,8 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
 def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
-        summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
+        via = app[SERVICES].instance
+        summarizers = {n: make_summarizer(u, via=via) for n, u in settings.upstreams.items()}
         store = ports.store or make_store(settings)
         http = aiohttp.ClientSession(
             # No cap on connections (aiohttp's default is 100): each request in flight holds
@@ -122,7 +123,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         app[HTTP] = http
         services = app[SERVICES]
         app[UPSTREAMS] = services.upstreams = {
-            name: make_upstream(settings.upstreams[t.upstream], http)
+            name: make_upstream(settings.upstreams[t.upstream], http, via=via)
             for name, t in settings.tenants.items()
         }
         compactor = Compactor(store=store, summarizers=summarizers, settings=CompactSettings())

@@ -57,7 +57,10 @@ def workspaces_of(settings: Settings) -> dict[str, Path]:
     return {name: t.workspace for name, t in settings.tenants.items() if t.workspace is not None}
 
 
-def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
+def make_upstream(
+    upstream: UpstreamSettings, http: aiohttp.ClientSession, *, via: str | None = None
+) -> Upstream:
+    """`via`: this proxy's instance id, the loop marker its upstream requests carry."""
     if upstream.kind == "anthropic":
         return AnthropicUpstream(
             session=http,
@@ -68,6 +71,7 @@ def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Up
             first_byte_timeout_s=upstream.first_byte_timeout_s,
             idle_timeout_s=upstream.idle_timeout_s,
             timeout_s=upstream.timeout_s,
+            via=via,
         )
     timeouts = Timeouts(
         connect_s=upstream.connect_timeout_s,
@@ -76,15 +80,17 @@ def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Up
         total_s=upstream.timeout_s,
     )
     return OpenAIUpstream(
-        session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
+        session=http,
+        base_url=upstream.base_url,
+        api_key=upstream.api_key,
+        timeouts=timeouts,
+        via=via,
     )
 
 
-def make_summarizer(upstream: UpstreamSettings) -> Summarizer:
-    if upstream.kind == "anthropic":
-        return AnthropicSummarizer(
-            base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
-        )
-    return OpenAISummarizer(
-        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+def make_summarizer(upstream: UpstreamSettings, *, via: str | None = None) -> Summarizer:
+    """`via`: as for `make_upstream`."""
+    kind = AnthropicSummarizer if upstream.kind == "anthropic" else OpenAISummarizer
+    return kind(
+        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s, via=via
     )
