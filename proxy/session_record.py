@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from proxy.stages.compact import compaction_efficiency
 from proxy.types import SessionState
 from proxy.usage import Usage
 
 if TYPE_CHECKING:
+    from proxy.compaction_job import CompactionOutcome
     from proxy.prepared import Prepared
 
 Fields = dict[str, str | int | float]
@@ -24,6 +26,21 @@ def last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
     if covers > state.int_field("covers"):
         return 0
     return state.int_field("last_prompt_tokens")
+
+
+def last_compaction_efficiency(state: SessionState) -> float:
+    """How well the session's last compaction compressed (1 before its first): characters it
+    saved per character it summarized for the first time."""
+    saved = state.int_field("compaction_saved_chars")
+    return compaction_efficiency(saved, state.int_field("compaction_folded_chars"))
+
+
+def compaction_fields(outcome: CompactionOutcome) -> Fields:
+    """What a done compaction leaves in its session's state for the next one to weigh."""
+    return {
+        "compaction_saved_chars": outcome.saved_chars,
+        "compaction_folded_chars": outcome.folded_chars,
+    }
 
 
 def turn_record(
@@ -47,7 +64,10 @@ def turn_record(
             lineage=prepared.lineage,
             covers=prepared.covers,
         )
-    done = prepared.compaction is not None and prepared.compaction.status == "done"
+    outcome = prepared.compaction
+    done = outcome is not None and outcome.status == "done"
+    if outcome is not None and done:
+        fields.update(compaction_fields(outcome))
     counters = {"requests": 1}
     known = prepared.turn.state.fields
     if done or "compactions" not in known:
