@@ -25,6 +25,7 @@ import aiohttp
 import orjson
 
 from proxy.adapters.anthropic_relay import request_headers, response_headers, translated_events
+from proxy.adapters.http_client import unreachable
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.ports import UpstreamReply
 from proxy.translate.anthropic_request import to_messages_request
@@ -90,11 +91,11 @@ class AnthropicUpstream:
     ) -> UpstreamReply:
         model = str(body.get("model", ""))
         if not stream:
-            async with _failures_mapped(self._timeout_s):
+            async with _failures_mapped(self._timeout_s, self._url):
                 response = await self._post(data, headers)
                 payload = await _read_all(response)
             return self._body_reply(response, payload, model=model)
-        async with _failures_mapped(self._first_byte_timeout_s):
+        async with _failures_mapped(self._first_byte_timeout_s, self._url):
             response = await self._post(data, headers)
             if response.status != 200:
                 payload = await _read_all(response)
@@ -145,7 +146,7 @@ class AnthropicUpstream:
 
 
 @asynccontextmanager
-async def _failures_mapped(seconds: float) -> AsyncIterator[None]:
+async def _failures_mapped(seconds: float, url: str) -> AsyncIterator[None]:
     """Bound a step by `seconds`; map transport failures to the proxy's upstream errors."""
     try:
         async with asyncio.timeout(seconds):
@@ -153,7 +154,7 @@ async def _failures_mapped(seconds: float) -> AsyncIterator[None]:
     except TimeoutError as exc:  # the bound, or aiohttp's connect timeout (a TimeoutError too)
         raise UpstreamTimeout(f"upstream did not answer in time ({type(exc).__name__})") from exc
     except aiohttp.ClientError as exc:
-        raise UpstreamUnreachable(f"upstream unreachable ({type(exc).__name__})") from exc
+        raise UpstreamUnreachable(unreachable(url, exc)) from exc
 
 
 async def _read_all(response: aiohttp.ClientResponse) -> bytes:
