@@ -93,7 +93,7 @@ class ContextEngine:
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
-        last = last_prompt_tokens(turn.state, line, covers)
+        last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
         job = functools.partial(
             build_job, stack, client, draft, turn, applied, api_key, forced=force_compact
         )

@@ -16,14 +16,16 @@ if TYPE_CHECKING:
 Fields = dict[str, str | int | float]
 
 
-def last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
+def last_prompt_tokens(state: SessionState, line: str, covers: int, *, messages: int = 0) -> int:
     """The previous request's prompt tokens, if they describe this conversation as it is sent now.
 
     Usage of another lineage (a sub-agent sharing the session id) does not count, nor usage
-    measured before a newer stored summary was applied (it would re-trigger at once)."""
+    measured before a newer stored summary was applied (it would re-trigger at once), nor usage
+    of a longer request than this one of `messages` (a task re-run from its start: the long
+    run's size must not compact the short one)."""
     if state.fields.get("lineage") != line:
         return 0
-    if covers > state.int_field("covers"):
+    if covers > state.int_field("covers") or messages < state.int_field("last_prompt_messages"):
         return 0
     return state.int_field("last_prompt_tokens")
 
@@ -63,6 +65,7 @@ def turn_record(
             last_completion_tokens=usage.completion_tokens,
             lineage=prepared.lineage,
             covers=prepared.covers,
+            last_prompt_messages=messages_in,
         )
     outcome = prepared.compaction
     done = outcome is not None and outcome.status == "done"

@@ -47,6 +47,7 @@ def test_a_completed_answer_records_its_usage_and_the_conversation_it_describes(
         "last_completion_tokens": 0,
         "lineage": "line-1",
         "covers": 4,
+        "last_prompt_messages": 5,
     }
     assert counters == {"requests": 1, "compactions": 0, "chars_pruned": 70}
 
@@ -80,6 +81,16 @@ def test_last_prompt_tokens_count_only_for_the_same_lineage_and_no_newer_summary
     assert last_prompt_tokens(state, "a", 2) == 5000
     assert last_prompt_tokens(state, "b", 4) == 0  # another conversation in the session
     assert last_prompt_tokens(state, "a", 6) == 0  # measured before a newer summary applied
+
+
+def test_last_prompt_tokens_of_a_longer_request_do_not_count_for_a_shorter_one() -> None:
+    """A task re-run from its first message shares the long run's lineage."""
+    fields = {"lineage": "a", "covers": "0", "last_prompt_tokens": "90000"}
+    state = SessionState(fields={**fields, "last_prompt_messages": "40"})
+    assert last_prompt_tokens(state, "a", 0, messages=5) == 0
+    assert last_prompt_tokens(state, "a", 0, messages=40) == 90000
+    assert last_prompt_tokens(state, "a", 0, messages=42) == 90000
+    assert last_prompt_tokens(SessionState(fields=fields), "a", 0, messages=5) == 90000
 
 
 def test_a_done_compaction_leaves_how_well_it_compressed_for_the_next_one() -> None:

@@ -153,3 +153,22 @@ async def test_rerunning_a_task_sends_the_task_itself_not_its_stored_summary(
     assert sent[1]["content"].startswith("[Conversation summary]\n")
     assert sent[2:] == rerun.history[1:-1], "ends with the client's own last message"
     assert_all_valid(r.body for r in proxy.fake.received)
+
+
+async def test_resuming_from_an_earlier_point_is_not_compacted_for_the_size_reached_later(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy(workspace=False, tenant_extra=LOW_THRESHOLD)
+    first = Agent(proxy.client(), proxy.app)
+    first.add(user("Count the files."))
+    for step, tokens in (("c1", 100), ("c2", 200), ("c3", 300), ("c4", 5000)):
+        proxy.fake.script.append(answer(tool_call(step, cmd="ls"), prompt_tokens=tokens))
+        await first.turn()
+        first.add(result(step, "12 files"))
+    resumed = Agent(proxy.client(), proxy.app)  # a checkpoint of the same run, two steps in
+    resumed.add(*first.history[:5])
+    proxy.fake.script.append(answer(tool_call("c3", cmd="ls"), prompt_tokens=300))
+    await resumed.turn()
+    assert proxy.fake.summary_requests == [], "5,000 tokens were measured on a longer request"
+    assert proxy.fake.chat[-1].body["messages"][1:] == first.history[:5]
+    assert resumed.header("X-Ctx-Session") == first.header("X-Ctx-Session")
