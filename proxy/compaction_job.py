@@ -25,13 +25,17 @@ Status = Literal["done", "skipped", "failed"]
 
 @dataclass(frozen=True, slots=True)
 class CompactionOutcome:
-    """`done`: `messages` is the compacted working history and `compaction` was stored.
+    """`done`: `messages` is the compacted working history and `compaction` was stored; it
+    saved `saved_chars` of the request (JSON, may be negative) by summarizing `folded_chars` that
+    no earlier summary held (`proxy.stages.compaction_plan.folded_chars`).
     `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
 
     status: Status
     reason: str
     messages: tuple[Message, ...]
     compaction: StoredCompaction | None = None
+    saved_chars: int = 0
+    folded_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +47,10 @@ class CompactionJob:
     budgets and pruning; `prefix_body_for(messages)` renders a history prefix to the body that
     would be sent upstream (system content, tools); `upstream` names the tenant's upstream, used
     when `settings.summarizer_upstream` is unset; `use_transcript` asks for the plain-transcript
-    prompt (upstreams without prompt caching); `settings` overrides the compactor's.
+    prompt (upstreams without prompt caching); `settings` overrides the compactor's;
+    `efficiency` is how well the session's last compaction compressed
+    (`proxy.stages.compact.compaction_efficiency`); `forced` (the upstream said the context is too
+    long) compacts even when little can be saved.
     """
 
     tenant: str
@@ -58,6 +65,8 @@ class CompactionJob:
     upstream: str | None = None
     use_transcript: bool = False
     settings: CompactSettings | None = None
+    efficiency: float = 1.0
+    forced: bool = False
 
     def detached(self) -> CompactionJob:
         """A deep copy of the message lists, for a task that outlives the request."""

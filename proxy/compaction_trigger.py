@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from proxy.compaction_job import CompactionJob, CompactionOutcome
 from proxy.compactor import Compactor
 from proxy.ports import StateStore
+from proxy.session_record import compaction_fields, last_compaction_efficiency
 from proxy.stack import Stack
 from proxy.stages.compact import CompactSettings
 from proxy.types import Draft, StoredCompaction, Turn
@@ -60,8 +61,9 @@ class CompactionTrigger:
         """A finished background compaction counts in its session's state like a sync one, and
         is reported to `on_background` (events, metrics)."""
         if outcome.status == "done":
+            fields = compaction_fields(outcome)
             await self.store.record_turn(
-                tenant, session, fields={}, counters={"compactions": 1}, decisions={}
+                tenant, session, fields=fields, counters={"compactions": 1}, decisions={}
             )
         if self._on_background is not None:
             await self._on_background(tenant, session, outcome)
@@ -74,9 +76,11 @@ def build_job(
     turn: Turn,
     applied: StoredCompaction | None,
     api_key: str | None,
+    *,
+    forced: bool = False,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
-    compaction starts)."""
+    compaction starts); `forced`: the upstream said the context is too long."""
     return CompactionJob(
         tenant=turn.tenant,
         session=turn.session,
@@ -90,6 +94,8 @@ def build_job(
         upstream=stack.tenant.upstream,
         use_transcript=turn.cache_style == "none",
         settings=stack.tenant.compact,
+        efficiency=last_compaction_efficiency(turn.state),
+        forced=forced,
     )
 
 

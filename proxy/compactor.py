@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import orjson
 
@@ -25,6 +26,7 @@ from proxy.compaction_tasks import CompactionTasks
 from proxy.ports import StateStore, Summarizer
 from proxy.stages import compact as decide
 from proxy.stages.compact import CompactionPlan, CompactSettings
+from proxy.stages.compaction_plan import folded_chars
 from proxy.types import JSON, Message, StoredCompaction
 
 __all__ = ["CompactionJob", "CompactionOutcome", "Compactor", "client_covers"]
@@ -87,6 +89,10 @@ class Compactor(CompactionTasks):
         covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
         if plan is None or not covers:
             return _outcome(job, "skipped", "nothing_to_summarize")
+        folded = folded_chars(job.working, plan)
+        size = decide.json_chars(job.client_system) + decide.json_chars(job.working)
+        if not job.forced and not decide.worth_compacting(folded, size, efficiency=job.efficiency):
+            return _outcome(job, "skipped", "low_savings")
         summarizer = self._summarizer(settings.summarizer_upstream or job.upstream)
         if summarizer is None:
             return _outcome(job, "failed", "no_summarizer")
@@ -124,7 +130,12 @@ class Compactor(CompactionTasks):
         compaction = stored_compaction(
             job, plan, covers, messages, created_at=self._clock(), archive_id=archive_id
         )
-        return await self._save(job, messages, compaction, token)
+        outcome = await self._save(job, messages, compaction, token)
+        if outcome.status != "done":
+            return outcome
+        summarized, kept = job.working[: plan.split], len(job.working) - plan.split
+        saved = decide.json_chars(summarized) - decide.json_chars(messages[: len(messages) - kept])
+        return replace(outcome, saved_chars=saved, folded_chars=folded_chars(job.working, plan))
 
     async def _archive(self, job: CompactionJob) -> str | None:
         """Archive the full history as the client sent it, before anything is dropped: the

@@ -93,8 +93,10 @@ class ContextEngine:
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
-        last = last_prompt_tokens(turn.state, line, covers)
-        job = functools.partial(build_job, stack, client, draft, turn, applied, api_key)
+        last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
+        job = functools.partial(
+            build_job, stack, client, draft, turn, applied, api_key, forced=force_compact
+        )
         due = force_compact or should_compact(last, threshold=threshold)
         outcome = await self._compaction.compact_if_due(
             settings, turn, job, due=due, soft=last >= soft_at

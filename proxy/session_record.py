@@ -5,25 +5,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from proxy.stages.compact import compaction_efficiency
 from proxy.types import SessionState
 from proxy.usage import Usage
 
 if TYPE_CHECKING:
+    from proxy.compaction_job import CompactionOutcome
     from proxy.prepared import Prepared
 
 Fields = dict[str, str | int | float]
 
 
-def last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
+def last_prompt_tokens(state: SessionState, line: str, covers: int, *, messages: int = 0) -> int:
     """The previous request's prompt tokens, if they describe this conversation as it is sent now.
 
     Usage of another lineage (a sub-agent sharing the session id) does not count, nor usage
-    measured before a newer stored summary was applied (it would re-trigger at once)."""
+    measured before a newer stored summary was applied (it would re-trigger at once), nor usage
+    of a longer request than this one of `messages` (a task re-run from its start: the long
+    run's size must not compact the short one)."""
     if state.fields.get("lineage") != line:
         return 0
-    if covers > state.int_field("covers"):
+    if covers > state.int_field("covers") or messages < state.int_field("last_prompt_messages"):
         return 0
     return state.int_field("last_prompt_tokens")
+
+
+def last_compaction_efficiency(state: SessionState) -> float:
+    """How well the session's last compaction compressed (1 before its first): characters it
+    saved per character it summarized for the first time."""
+    saved = state.int_field("compaction_saved_chars")
+    return compaction_efficiency(saved, state.int_field("compaction_folded_chars"))
+
+
+def compaction_fields(outcome: CompactionOutcome) -> Fields:
+    """What a done compaction leaves in its session's state for the next one to weigh."""
+    return {
+        "compaction_saved_chars": outcome.saved_chars,
+        "compaction_folded_chars": outcome.folded_chars,
+    }
 
 
 def turn_record(
@@ -46,8 +65,12 @@ def turn_record(
             last_completion_tokens=usage.completion_tokens,
             lineage=prepared.lineage,
             covers=prepared.covers,
+            last_prompt_messages=messages_in,
         )
-    done = prepared.compaction is not None and prepared.compaction.status == "done"
+    outcome = prepared.compaction
+    done = outcome is not None and outcome.status == "done"
+    if outcome is not None and done:
+        fields.update(compaction_fields(outcome))
     counters = {"requests": 1}
     known = prepared.turn.state.fields
     if done or "compactions" not in known:

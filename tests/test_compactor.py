@@ -15,7 +15,13 @@ from proxy.adapters.memory_state import MemoryStore
 from proxy.compactor import CompactionJob, CompactionOutcome, Compactor, client_covers
 from proxy.errors import StoreUnavailable
 from proxy.pipeline import body_with_messages
-from proxy.stages.compact import SUMMARY_PREFIX, CompactSettings, applied_compaction, run
+from proxy.stages.compact import (
+    SUMMARY_PREFIX,
+    CompactSettings,
+    applied_compaction,
+    json_chars,
+    run,
+)
 from proxy.types import JSON, Message, StoredCompaction
 from tests.factories import assistant, draft, exchange, system, turn, user
 
@@ -218,6 +224,38 @@ async def test_nothing_to_summarize_skips_without_touching_the_store() -> None:
     outcome = await request(compactor, store, [user("hi"), assistant("hello")])
     assert (outcome.status, outcome.reason) == ("skipped", "nothing_to_summarize")
     assert summarizer.bodies == [] and await store.session_detail("default", "s1") is None
+
+
+def job_for(history: list[Message], **kw: Any) -> CompactionJob:
+    incoming = draft([SYSTEM, *history])
+    return CompactionJob("default", "s1", incoming.messages, incoming.system.client,
+                         incoming.messages, prefix_body, "gpt-4o", None, **kw)  # fmt: skip
+
+
+async def test_a_done_compaction_reports_what_it_saved_and_what_it_folded_in() -> None:
+    compactor, _, _ = make()
+    history = conversation(3)
+    outcome = await compactor.run(job_for(history))
+    assert outcome.status == "done"
+    assert outcome.folded_chars == json_chars(history[:-4])
+    summary = [user(SUMMARY_PREFIX + "S")]
+    assert outcome.saved_chars == json_chars(history[:-4]) - json_chars(summary)
+
+
+async def test_a_compaction_that_cannot_save_five_percent_is_skipped_unless_forced() -> None:
+    folded = [user("u" * 800), assistant("a" * 400)]  # about 45% of the request
+    history = [*folded, user("x" * 600), assistant("y" * 600), user("z" * 200), assistant("ok")]
+    assert (await make()[0].run(job_for(history))).status == "done"
+    compactor, store, summarizer = make()
+    outcome = await compactor.run(job_for(history, efficiency=0.1))  # summaries saved little
+    assert (outcome.status, outcome.reason) == ("skipped", "low_savings")
+    assert summarizer.bodies == [] and await store.session_detail("default", "s1") is None
+    assert outcome.messages == tuple(history)
+    forced = await compactor.run(job_for(history, efficiency=0.1, forced=True))
+    assert forced.status == "done" and len(summarizer.bodies) == 1
+    small = [user("hi"), assistant("hello"), *history[2:]]  # under 5% even at best
+    skipped = await make()[0].run(job_for(small))
+    assert (skipped.status, skipped.reason) == ("skipped", "low_savings")
 
 
 async def test_preserved_tool_results_come_from_the_unpruned_client_history() -> None:

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Mapping
 import aiohttp
 import orjson
 
+from proxy.adapters.http_headers import VIA, via_chain
 from proxy.sse import SSEDecoder, SSEvent
 from proxy.translate.anthropic_stream import AnthropicStreamTranslator
 
@@ -23,14 +24,17 @@ RELAYED_RESPONSE_PREFIXES = ("anthropic-ratelimit-",)
 
 
 def request_headers(
-    client: Mapping[str, str], *, api_key: str | None, version: str
+    client: Mapping[str, str], *, api_key: str | None, version: str, via: str | None = None
 ) -> dict[str, str]:
-    """Headers for `/v1/messages`: the key, the version (the client's wins), the client's beta."""
+    """Headers for `/v1/messages`: the key, the version (the client's wins), the client's beta,
+    and with `via` (this proxy's instance id) the loop marker."""
     lowered = {name.lower(): value for name, value in client.items()}
     headers = {"content-type": "application/json", "anthropic-version": version}
     headers.update({name: lowered[name] for name in PASSED_REQUEST_HEADERS if name in lowered})
     if api_key:
         headers["x-api-key"] = api_key
+    if via:
+        headers[VIA] = via_chain(client, via)
     return headers
 
 

@@ -25,6 +25,7 @@ import aiohttp
 import orjson
 
 from proxy.adapters.anthropic_relay import request_headers, response_headers, translated_events
+from proxy.adapters.http_client import unreachable
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.ports import UpstreamReply
 from proxy.translate.anthropic_request import to_messages_request
@@ -41,7 +42,8 @@ class AnthropicUpstream:
 
     `api_key` is the configured key; an `api_key` passed to `send_chat` (the client's
     own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream.
-    `default_max_tokens` and `keep_sampling` go to `to_messages_request`.
+    `default_max_tokens` and `keep_sampling` go to `to_messages_request`; `via` is this
+    proxy's instance id, sent in the loop marker (`http_headers.VIA`).
     """
 
     def __init__(
@@ -57,8 +59,10 @@ class AnthropicUpstream:
         first_byte_timeout_s: float = 120.0,
         idle_timeout_s: float = 300.0,
         timeout_s: float = 600.0,
+        via: str | None = None,
     ) -> None:
         self._session = session
+        self._via = via
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._api_key = api_key
         self._version = anthropic_version
@@ -77,7 +81,7 @@ class AnthropicUpstream:
             body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
         )
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
-        sent_headers = request_headers(headers, api_key=key, version=self._version)
+        sent_headers = request_headers(headers, api_key=key, version=self._version, via=self._via)
         data = orjson.dumps(request)
         reply = await self._exchange(data, sent_headers, body, stream=bool(request.get("stream")))
         return reply._replace(sent_bytes=len(data))
@@ -87,11 +91,11 @@ class AnthropicUpstream:
     ) -> UpstreamReply:
         model = str(body.get("model", ""))
         if not stream:
-            async with _failures_mapped(self._timeout_s):
+            async with _failures_mapped(self._timeout_s, self._url):
                 response = await self._post(data, headers)
                 payload = await _read_all(response)
             return self._body_reply(response, payload, model=model)
-        async with _failures_mapped(self._first_byte_timeout_s):
+        async with _failures_mapped(self._first_byte_timeout_s, self._url):
             response = await self._post(data, headers)
             if response.status != 200:
                 payload = await _read_all(response)
@@ -142,7 +146,7 @@ class AnthropicUpstream:
 
 
 @asynccontextmanager
-async def _failures_mapped(seconds: float) -> AsyncIterator[None]:
+async def _failures_mapped(seconds: float, url: str) -> AsyncIterator[None]:
     """Bound a step by `seconds`; map transport failures to the proxy's upstream errors."""
     try:
         async with asyncio.timeout(seconds):
@@ -150,7 +154,7 @@ async def _failures_mapped(seconds: float) -> AsyncIterator[None]:
     except TimeoutError as exc:  # the bound, or aiohttp's connect timeout (a TimeoutError too)
         raise UpstreamTimeout(f"upstream did not answer in time ({type(exc).__name__})") from exc
     except aiohttp.ClientError as exc:
-        raise UpstreamUnreachable(f"upstream unreachable ({type(exc).__name__})") from exc
+        raise UpstreamUnreachable(unreachable(url, exc)) from exc
 
 
 async def _read_all(response: aiohttp.ClientResponse) -> bytes:

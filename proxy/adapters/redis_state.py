@@ -27,6 +27,7 @@ from proxy.adapters.redis_compaction import CompactionWrites
 from proxy.adapters.redis_keys import Keys
 from proxy.adapters.redis_pool import Command, open_pool, read_hash_reply, run_pipeline
 from proxy.errors import StoreUnavailable
+from proxy.logs import redacted_url
 from proxy.types import JSON, SessionState
 
 MAX_CONNECTIONS = 64
@@ -64,7 +65,10 @@ class RedisStore(CompactionWrites):
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
         self._breaker = Breaker(
-            op_timeout_s=op_timeout_s, breaker_s=breaker_s, max_concurrent=MAX_CONNECTIONS
+            op_timeout_s=op_timeout_s,
+            breaker_s=breaker_s,
+            max_concurrent=MAX_CONNECTIONS,
+            name=f"Redis at {redacted_url(url)}",
         )
         self._events_max = events_max
         self._archive_max = archive_max

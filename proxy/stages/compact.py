@@ -31,11 +31,13 @@ from proxy.types import Draft, Message, StageReport, StoredCompaction, Turn
 # re-exported: proxy.compactor and the tests take them from this module.
 __all__ = [
     "BUFFER_TOKENS",
+    "MIN_SAVING",
     "OUTPUT_RESERVE_TOKENS",
     "SUMMARY_PREFIX",
     "CompactSettings",
     "CompactionPlan",
     "applied_compaction",
+    "compaction_efficiency",
     "json_chars",
     "make_compaction",
     "plan_compaction",
@@ -43,6 +45,7 @@ __all__ = [
     "should_compact",
     "soft_threshold",
     "threshold_tokens",
+    "worth_compacting",
 ]
 
 OUTPUT_RESERVE_TOKENS = 20_000
@@ -90,6 +93,31 @@ def should_compact(last_prompt_tokens: int, *, threshold: int) -> bool:
 def soft_threshold(threshold: int, *, settings: CompactSettings) -> int:
     """Where async mode starts the summary in the background (`soft_ratio` × threshold)."""
     return int(threshold * settings.soft_ratio)
+
+
+MIN_SAVING = 0.05
+"""A compaction is worth its summarizer call only if it can save this share of the request."""
+MIN_EFFICIENCY = 0.1
+"""The lowest compression assumed, so that a session whose summaries saved nothing compacts
+again once what there is to fold in reaches half the request (`worth_compacting`)."""
+
+
+def worth_compacting(folded: int, request: int, *, efficiency: float) -> bool:
+    """True when a compaction can be expected to save at least `MIN_SAVING` of the request:
+    `folded` characters no summary holds yet (`compaction_plan.folded_chars`) times how well the
+    session's last compaction compressed (`compaction_efficiency`), out of the `request`'s size.
+
+    So a system prompt that alone stays above the threshold does not start a summary on every
+    request, and a compaction that saved under 5% is not repeated until there is more to fold."""
+    return folded * efficiency >= MIN_SAVING * request
+
+
+def compaction_efficiency(saved: int, folded: int) -> float:
+    """Characters a compaction saved per character it summarized for the first time, in
+    [`MIN_EFFICIENCY`, 1]; 1 when nothing was recorded (before a session's first compaction)."""
+    if folded <= 0:
+        return 1.0
+    return min(1.0, max(MIN_EFFICIENCY, saved / folded))
 
 
 def make_compaction(

@@ -10,11 +10,13 @@ import pytest
 from proxy.history import history_salt
 from proxy.stages.compact import (
     CompactSettings,
+    compaction_efficiency,
     json_chars,
     make_compaction,
     run,
     should_compact,
     threshold_tokens,
+    worth_compacting,
 )
 from proxy.stages.compaction_plan import SUMMARY_PREFIX, CompactionPlan
 from proxy.types import Message, SessionState
@@ -31,6 +33,21 @@ def test_auto_threshold_is_window_minus_output_reserve_and_buffer() -> None:
 def test_should_compact_only_strictly_over_the_threshold() -> None:
     assert not should_compact(6_000, threshold=6_000)
     assert should_compact(6_001, threshold=6_000)
+
+
+def test_a_compaction_is_worth_it_only_if_it_can_save_five_percent_of_the_request() -> None:
+    assert worth_compacting(500, 10_000, efficiency=1.0)
+    assert not worth_compacting(499, 10_000, efficiency=1.0)
+    assert not worth_compacting(4_000, 10_000, efficiency=0.1)  # summaries that saved little
+    assert worth_compacting(5_000, 10_000, efficiency=0.1)
+    assert not worth_compacting(0, 10, efficiency=1.0)
+
+
+def test_efficiency_is_what_the_last_compaction_saved_per_character_it_folded_in() -> None:
+    assert compaction_efficiency(0, 0) == 1.0  # nothing recorded: before the first compaction
+    assert compaction_efficiency(300, 1_000) == 0.3
+    assert compaction_efficiency(-2_000, 1_000) == 0.1  # a summary longer than what it replaced
+    assert compaction_efficiency(5_000, 1_000) == 1.0  # an earlier summary was condensed too
 
 
 @pytest.mark.parametrize(
@@ -80,6 +97,16 @@ def test_an_edited_history_or_system_prompt_does_not_match() -> None:
     for messages in (edited, other_system):
         out, report = run(draft(messages), turn(state=state), settings=SETTINGS)
         assert out.messages == tuple(messages[1:]) and report.counters["applied"] == 0
+
+
+def test_a_request_that_ends_where_the_summary_ends_is_sent_as_the_client_wrote_it() -> None:
+    task = [user("a long task " * 300)]
+    state = SessionState(compactions=(_stored(task, 1, "S"),))
+    out, report = run(draft([system("sys"), *task]), turn(state=state), settings=SETTINGS)
+    assert out.messages == tuple(task) and report.counters["applied"] == 0
+    on, _ = run(draft([system("sys"), *task, assistant("ok")]), turn(state=state),
+                settings=SETTINGS)  # fmt: skip
+    assert on.messages == (user(SUMMARY_PREFIX + "S"), assistant("ok"))
 
 
 def test_disabled_stage_applies_nothing() -> None:
