@@ -7,12 +7,14 @@ Every key is checked once at start-up: an unknown key, a wrong type or a bad val
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
@@ -65,14 +67,16 @@ def demo_dir(environ: Mapping[str, str]) -> Path:
 
 
 def default_settings(environ: Mapping[str, str]) -> Settings:
-    """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`."""
+    """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
+
+    The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
+    whatever the current folder. The sample workspace serves the example config and the demo."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    tenant = TenantSettings(workspace=Path("config/workspaces/default").resolve())
-    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
+    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
@@ -165,8 +169,20 @@ def _tenant(
         built["bootstrap"] = replace(
             built["bootstrap"], managed_dir=str((base / managed).resolve())
         )
-    workspace = tenant.workspace if tenant.workspace.is_absolute() else base / tenant.workspace
-    return replace(tenant, name=name, workspace=workspace.resolve(), **built)
+    workspace = _workspace(tenant.workspace, base, f"{where}.workspace", file)
+    return replace(tenant, name=name, workspace=workspace, **built)
+
+
+def _workspace(path: Path | None, base: Path, key: str, file: str) -> Path | None:
+    """A configured workspace, relative to the config file's folder (never to the current
+    one); it must be a folder: a missing one or a file is a config error, not a silent nothing."""
+    if path is None:
+        return None
+    resolved = (base / path).resolve()  # an absolute `path` stays as it is
+    if not resolved.is_dir():
+        problem = "is not a folder" if resolved.exists() else "does not exist"
+        raise ConfigError(f"{resolved} {problem}", key=key, file=file)
+    return resolved
 
 
 def _default_tenant(
@@ -198,6 +214,44 @@ def _check_store_url(url: str, file: str) -> None:
         raise ConfigError(
             "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
         )
+
+
+def check_upstreams_are_not_self(settings: Settings) -> None:
+    """Raise `ConfigError` when an upstream's `base_url` is the proxy's own listen address
+    (same port; loopback, `localhost` and the wildcard addresses count as one host): every
+    request would come back to the proxy itself. Checked once the address is final (`serve`)."""
+    server = settings.server
+    for name, upstream in settings.upstreams.items():
+        if _same_address(upstream.base_url, server.host, server.port):
+            from_env = settings.source == "<defaults>"
+            key = "OPENAI_BASE_URL" if from_env else f"upstreams.{name}.base_url"
+            raise ConfigError(
+                f"{upstream.base_url} is this proxy's own address ({server.host}:{server.port});"
+                " every request would come back to it",
+                key=key,
+                file="<environment>" if from_env else settings.source,
+            )
+
+
+def _same_address(url: str, host: str, port: int) -> bool:
+    parts = urlsplit(url)
+    try:
+        url_port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # not a port number: not an address either
+        return False
+    url_host, host = (parts.hostname or "").lower(), host.strip("[]").lower()
+    return url_port == port and (url_host == host or (_is_local(url_host) and _is_local(host)))
+
+
+def _is_local(host: str) -> bool:
+    """Loopback (127.0.0.0/8, ::1, `localhost`) or a wildcard (0.0.0.0, ::): this machine."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Settings:

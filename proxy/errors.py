@@ -8,6 +8,7 @@
     ├── NotFound                  404: unknown output, session, or route
     ├── UpstreamUnreachable       502: connect refused/reset before headers
     ├── UpstreamTimeout           504: connect or first-byte bound exceeded
+    ├── LoopDetected              508: the request carries this proxy's own loop marker
     └── StoreUnavailable          the state store failed; callers degrade, never fail a request
 
     ValueError
@@ -86,6 +87,12 @@ class UpstreamTimeout(CtxProxyError):
     status = 504
     error_type = "upstream_error"
     code = "upstream_timeout"
+
+
+class LoopDetected(CtxProxyError):
+    status = 508
+    error_type = "server_error"
+    code = "loop_detected"
 
 
 class StoreUnavailable(CtxProxyError):

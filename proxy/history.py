@@ -48,8 +48,8 @@ def longest_matching(
 ) -> StoredCompaction | None:
     """The stored compaction covering the longest prefix of `messages`, or None.
 
-    A compaction whose prefix is longer than the history, or whose hash differs (an edited
-    history), does not match.
+    A compaction whose prefix is as long as the history or longer (see `usable_compactions`), or
+    whose hash differs (an edited history), does not match.
     """
     usable = usable_compactions(compactions, len(messages))
     if not usable:
@@ -61,8 +61,12 @@ def longest_matching(
 def usable_compactions(
     compactions: Sequence[StoredCompaction], length: int
 ) -> list[StoredCompaction]:
-    """The compactions whose prefix fits a history of `length` messages."""
-    return [c for c in compactions if 0 < c.covers <= length]
+    """The compactions whose prefix a history of `length` messages goes on past.
+
+    A summary replaces a prefix only when at least one message follows it: a history that is
+    all prefix (a task re-run from its first message) keeps its own messages, so what goes
+    upstream always ends with the client's own last message, never with a summary."""
+    return [c for c in compactions if 0 < c.covers < length]
 
 
 def best_matching(

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from contextvars import ContextVar
+from urllib.parse import urlsplit
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -41,3 +43,14 @@ def configure_logging(level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def redacted_url(url: str) -> str:
+    """`url` fit for a log line or an error message: its password (`redis://user:***@host/0`,
+    also a `password=` query value) replaced by `***`; the rest as written."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        url = url.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{hostport}", 1)
+    head, mark, query = url.partition("?")
+    return head + mark + re.sub(r"(?i)(^|&)(password=)[^&#]*", r"\1\2***", query)

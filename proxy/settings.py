@@ -68,7 +68,8 @@ class TenantSettings:
     name: str = "default"
     keys: tuple[str, ...] = ()
     forward_client_key: bool = True
-    workspace: Path = Path("config/workspaces/default")
+    workspace: Path | None = None
+    """The bootstrap files' folder (and the embedded store's archive); None: nothing added."""
     upstream: str = "openai"
     model_window: int | None = None
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)

@@ -93,6 +93,7 @@ def test_every_tenant_workspace_is_mounted_and_exists(
     settings, config = mounted
     proxy = compose["services"]["ctxproxy"]
     for tenant in settings.tenants.values():
+        assert tenant.workspace is not None
         relative = tenant.workspace.relative_to(ROOT / "config")  # as written in compose.toml
         in_container = config.parent / PurePosixPath(*relative.parts)
         assert (host_path(proxy, in_container) / "user.md").is_file()

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config import STAGES, cli_key, cli_log_level, load_settings
+from proxy.config import (
+    STAGES,
+    check_upstreams_are_not_self,
+    cli_key,
+    cli_log_level,
+    load_settings,
+)
 from proxy.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
@@ -172,13 +178,54 @@ def test_a_port_out_of_range_in_the_environment_is_a_config_error() -> None:
     assert caught.value.key == "CTXPROXY_PORT"
 
 
-def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
+def test_relative_paths_are_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write(
         tmp_path, "[tenants.a]\nworkspace = 'ws'\n[tenants.a.bootstrap]\nmanaged_dir = 'm'\n"
     )
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(EXAMPLE.parents[1])  # a folder holding config/workspaces/default
     tenant = load_settings(path, environ={}).tenants["a"]
     assert tenant.workspace == (tmp_path / "ws").resolve()
     assert tenant.bootstrap.managed_dir == str((tmp_path / "m").resolve())
+
+
+@pytest.mark.parametrize("folder", ["repository root", "elsewhere"])
+def test_no_config_gives_the_default_tenant_no_workspace_from_any_folder(
+    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(EXAMPLE.parents[1] if folder == "repository root" else tmp_path)
+    assert load_settings(None, environ={}).tenants["default"].workspace is None
+
+
+def test_a_tenant_without_a_workspace_key_has_no_workspace(tmp_path: Path) -> None:
+    path = write(tmp_path, "[tenants.a]\n")
+    assert load_settings(path, environ={}).tenants["a"].workspace is None
+
+
+@pytest.mark.parametrize("problem", ["does not exist", "is not a folder"])
+def test_a_workspace_that_is_missing_or_a_file_is_a_config_error_naming_key_and_path(
+    problem: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "[tenants.a]\nworkspace = 'ws'\n")
+    if problem == "is not a folder":
+        (tmp_path / "ws").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "tenants.a.workspace"
+    assert str(caught.value) == f"{path}: tenants.a.workspace: {tmp_path / 'ws'} {problem}"
+
+
+def test_serve_with_a_missing_workspace_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli.main import main
+
+    path = write(tmp_path, "[tenants.a]\nworkspace = 'gone'\n")
+    assert main(["serve", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tenants.a.workspace" in err and str(tmp_path / "gone") in err
 
 
 def test_cli_exits_non_zero_on_a_config_error(
@@ -201,3 +248,56 @@ def test_cli_key_comes_from_the_environ_passed_and_the_flag_wins() -> None:
 def test_cli_log_level_comes_from_the_environ_passed_else_info() -> None:
     assert cli_log_level({"CTXPROXY_LOG_LEVEL": "DEBUG"}) == "DEBUG"
     assert cli_log_level({}) == "INFO"
+
+
+@pytest.mark.parametrize(
+    ("host", "base_url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8787/v1"),
+        ("127.0.0.1", "http://localhost:8787/v1"),
+        ("127.0.0.1", "http://[::1]:8787"),
+        ("localhost", "http://127.0.0.2:8787/v1"),
+        ("0.0.0.0", "http://127.0.0.1:8787/v1"),
+        ("::", "http://LOCALHOST:8787/v1"),
+        ("10.1.2.3", "http://10.1.2.3:8787/v1"),
+    ],
+)
+def test_an_upstream_at_the_proxys_own_address_is_a_config_error(host: str, base_url: str) -> None:
+    settings = load_settings(None, environ={"OPENAI_BASE_URL": base_url, "CTXPROXY_HOST": host})
+    with pytest.raises(ConfigError) as caught:
+        check_upstreams_are_not_self(settings)
+    assert caught.value.key == "OPENAI_BASE_URL" and base_url in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:8788/v1",
+        "http://127.0.0.1/v1",
+        "https://localhost/v1",
+        "http://10.1.2.3:8787/v1",
+        "https://api.openai.com/v1",
+        "http://127.0.0.1:notaport/v1",
+    ],
+)
+def test_an_upstream_elsewhere_is_not_the_proxy_itself(base_url: str) -> None:
+    check_upstreams_are_not_self(load_settings(None, environ={"OPENAI_BASE_URL": base_url}))
+
+
+def test_a_configured_upstream_at_the_proxys_own_port_names_its_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nport = 9000\n[upstreams.up]\nbase_url = "
+                 "'http://localhost:9000/v1'\n[tenants.a]\nupstream = 'up'\n")  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        check_upstreams_are_not_self(load_settings(path, environ={}))
+    assert caught.value.key == "upstreams.up.base_url" and caught.value.file == str(path)
+
+
+def test_serve_pointed_at_itself_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli.main import main
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8787/v1")
+    assert main(["serve", "--port", "8787"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err

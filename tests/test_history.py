@@ -54,6 +54,16 @@ def test_other_salt_or_shorter_history_does_not_match() -> None:
     assert longest_matching(HISTORY[:2], [stored(3)], salt="s") is None
 
 
+def test_a_history_that_is_all_prefix_keeps_its_own_messages() -> None:
+    """A summary stands for a prefix only when the request goes on past it: one message more."""
+    assert longest_matching(HISTORY[:3], [stored(3)], salt="s") is None
+    assert longest_matching(HISTORY[:1], [stored(1)], salt="s") is None
+    found = longest_matching(HISTORY[:3], [stored(1), stored(2), stored(3)], salt="s")
+    assert found is not None and found.covers == 2
+    whole = stored(3, salt=history_salt("t", []))
+    assert MatchMemo().applied("t", [], HISTORY[:3], [whole]) is None
+
+
 def test_salt_depends_on_tenant_and_client_system() -> None:
     assert history_salt("t", [system("x")]) != history_salt("t", [system("y")])
     assert history_salt("t", [system("x")]) != history_salt("u", [system("x")])
@@ -159,7 +169,7 @@ def test_match_memo_answers_like_longest_matching() -> None:
 def test_match_memo_holds_at_most_max_bytes() -> None:
     memo = MatchMemo(max_bytes=200)
     for text in ("a" * 60, "b" * 60, "c" * 60, "d" * 300):
-        history = [user(text), assistant("ok")]
+        history = [user(text), assistant("ok"), user("go on")]
         compaction = stored(2, history, history_salt("t", []))
         assert memo.applied("t", [], history, [compaction]) == compaction
         assert memo._entries.size <= 200

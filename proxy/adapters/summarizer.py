@@ -3,7 +3,8 @@
 Both take an OpenAI-format chat-completions body (from `proxy.compaction.stored`) and return the
 text of the answer. Clients are built explicitly (no environment reads) and never retry: a
 failed summary is the compactor's to handle (it forwards the request uncompacted). The key is
-the client's forwarded key when given, else the configured one.
+the client's forwarded key when given, else the configured one. `via` (this proxy's instance
+id) is sent as the loop marker, as on every upstream request (`proxy.adapters.upstream.headers`).
 
 The SDKs (with pydantic, several thousand modules and ~90 MiB) are imported when the first
 summary is asked for, not when the proxy starts: most requests never compact. The import (about
@@ -17,6 +18,7 @@ import http.cookiejar
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from proxy.adapters.upstream.headers import VIA
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import JSON
 
@@ -40,9 +42,11 @@ class OpenAISummarizer:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout_s: float = 120.0,
+        via: str | None = None,
     ) -> None:
         self._client = client
         self._base_url, self._api_key, self._timeout_s = base_url, api_key or NO_KEY, timeout_s
+        self._headers = {VIA: via} if via else None
 
     def client(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -53,6 +57,7 @@ class OpenAISummarizer:
                 api_key=self._api_key,
                 timeout=self._timeout_s,
                 max_retries=0,
+                default_headers=self._headers,
                 http_client=openai.DefaultAsyncHttpxClient(trust_env=False, cookies=_no_cookies()),
             )
         return self._client
@@ -87,9 +92,11 @@ class AnthropicSummarizer:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout_s: float = 120.0,
+        via: str | None = None,
     ) -> None:
         self._client = client
         self._base_url, self._api_key, self._timeout_s = base_url, api_key or NO_KEY, timeout_s
+        self._headers = {VIA: via} if via else None
 
     def client(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
@@ -100,6 +107,7 @@ class AnthropicSummarizer:
                 api_key=self._api_key,
                 timeout=self._timeout_s,
                 max_retries=0,
+                default_headers=self._headers,
                 http_client=anthropic.DefaultAsyncHttpxClient(
                     trust_env=False, cookies=_no_cookies()
                 ),

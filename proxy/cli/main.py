@@ -117,7 +117,7 @@ def run_serve(args: argparse.Namespace) -> int:
     import logging
     from dataclasses import replace
 
-    from proxy.config import cli_log_level, load_settings
+    from proxy.config import check_upstreams_are_not_self, cli_log_level, load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
     from proxy.server.runner import serve
@@ -131,6 +131,7 @@ def run_serve(args: argparse.Namespace) -> int:
         port=settings.server.port if args.port is None else args.port,
     )
     settings = replace(settings, server=server)
+    check_upstreams_are_not_self(settings)
     store = settings.store.url.split("@")[-1]
 
     def serving(url: str) -> None:

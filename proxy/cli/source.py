@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from proxy.adapters.redis.store import RedisStore
+from proxy.adapters.upstream.transport import unreachable
 
 Event = dict[str, str]
 CATCH_UP_PAGES = 20
@@ -72,11 +73,14 @@ class HttpSource:
         self._http = aiohttp.ClientSession(headers=headers, trust_env=False)
 
     async def _get(self, path: str, params: dict[str, str]) -> Any:
-        async with self._http.get(self._url + path, params=params) as response:
-            if response.status == 404:
-                return None
-            response.raise_for_status()
-            return await response.json()
+        try:
+            async with self._http.get(self._url + path, params=params) as response:
+                if response.status == 404:
+                    return None
+                response.raise_for_status()
+                return await response.json()
+        except aiohttp.ClientConnectorError as exc:  # named by its address, not aiohttp's text
+            raise ConnectionError(unreachable(self._url, exc, what="proxy")) from exc
 
     async def sessions(self, limit: int) -> list[dict[str, str]]:
         found = await self._get("/v1/ctx/sessions", {"all": "1", "limit": str(limit)})

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 
 import orjson
 
@@ -24,7 +25,8 @@ from proxy.compaction import plan as decide
 from proxy.compaction import prompt
 from proxy.compaction.job import CompactionJob, CompactionOutcome, Status, client_covers
 from proxy.compaction.plan import CompactionPlan
-from proxy.compaction.stored import stored_compaction
+from proxy.compaction.policy import worth_compacting
+from proxy.compaction.stored import json_chars, stored_compaction
 from proxy.ports import CompactionStore, Summarizer
 from proxy.types import Message, StoredCompaction
 
@@ -62,6 +64,10 @@ class Compactor:
         covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
         if plan is None or not covers:
             return _outcome(job, "skipped", "nothing_to_summarize")
+        folded = decide.folded_chars(job.working, plan)
+        size = json_chars(job.client_system) + json_chars(job.working)
+        if not job.forced and not worth_compacting(folded, size, efficiency=job.efficiency):
+            return _outcome(job, "skipped", "low_savings")
         summarizer = self._summarizer(settings.summarizer_upstream or job.upstream)
         if summarizer is None:
             return _outcome(job, "failed", "no_summarizer")
@@ -105,7 +111,14 @@ class Compactor:
             created_at=self._clock(),
             archive_id=archive_id,
         )
-        return await self._save(job, messages, compaction, token)
+        outcome = await self._save(job, messages, compaction, token)
+        if outcome.status != "done":
+            return outcome
+        summarized, kept = job.working[: plan.split], len(job.working) - plan.split
+        saved = json_chars(summarized) - json_chars(messages[: len(messages) - kept])
+        return replace(
+            outcome, saved_chars=saved, folded_chars=decide.folded_chars(job.working, plan)
+        )
 
     async def _archive(self, job: CompactionJob) -> str | None:
         """Archive the full history as the client sent it, before anything is dropped: the

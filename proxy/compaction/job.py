@@ -25,13 +25,17 @@ Status = Literal["done", "skipped", "failed"]
 
 @dataclass(frozen=True, slots=True)
 class CompactionOutcome:
-    """`done`: `messages` is the compacted working history and `compaction` was stored.
+    """`done`: `messages` is the compacted working history and `compaction` was stored; it
+    saved `saved_chars` of the request (JSON, may be negative) by summarizing `folded_chars` that
+    no earlier summary held (`proxy.compaction.plan.folded_chars`).
     `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
 
     status: Status
     reason: str
     messages: tuple[Message, ...]
     compaction: StoredCompaction | None = None
+    saved_chars: int = 0
+    folded_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,9 @@ class CompactionJob:
     content, tools, cache layout), which the summary request reuses so a provider cache serves
     it, or None with `use_transcript` (the plain-transcript prompt, for upstreams without prompt
     caching); `upstream` names the tenant's upstream, used when `settings.summarizer_upstream`
-    is unset.
+    is unset; `efficiency` is how well the session's last compaction compressed
+    (`proxy.compaction.policy.compaction_efficiency`); `forced` (the upstream said the context
+    is too long) compacts even when little can be saved.
     """
 
     tenant: str
@@ -61,6 +67,8 @@ class CompactionJob:
     upstream: str | None = None
     use_transcript: bool = False
     settings: CompactSettings = CompactSettings()  # noqa: RUF009 (frozen: one shared default)
+    efficiency: float = 1.0
+    forced: bool = False
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the
@@ -87,3 +95,12 @@ def client_covers(
     if split <= replaced or working_len - replaced != client_len - covered:
         return None
     return covered + split - replaced
+
+
+def compaction_fields(outcome: CompactionOutcome) -> dict[str, str | int | float]:
+    """What a done compaction leaves in its session's state for the next one to weigh
+    (`proxy.compaction.policy.last_compaction_efficiency` reads them back)."""
+    return {
+        "compaction_saved_chars": outcome.saved_chars,
+        "compaction_folded_chars": outcome.folded_chars,
+    }

@@ -31,9 +31,11 @@ class CompactionPlan:
 
 
 def plan_compaction(messages: Sequence[Message], *, keep_recent: int) -> CompactionPlan | None:
-    """Where to cut: keep the last `keep_recent` messages, moving the cut earlier (keeping more)
-    until the kept part does not start with a `tool` message and no tool result is kept whose
-    call would be summarized. None when nothing but an earlier summary would be summarized."""
+    """Where to cut: keep the last `keep_recent` messages (at least one, so the request still
+    ends with the client's own last message), moving the cut earlier (keeping more) until the
+    kept part does not start with a `tool` message and no tool result is kept whose call would
+    be summarized. None when nothing would be summarized but an earlier summary (or its
+    preserved tool output) and system messages: there is nothing left to summarize."""
     calls = {
         c.get("id"): i
         for i, m in enumerate(messages)
@@ -49,16 +51,28 @@ def plan_compaction(messages: Sequence[Message], *, keep_recent: int) -> Compact
         if _is_tool(messages[j]):
             call_at = min(calls.get(messages[j].get("tool_call_id"), j), j - 1)
         earliest_call[j] = min(earliest_call[j + 1], call_at)
-    split = len(messages) - max(keep_recent, 0)
+    split = len(messages) - max(keep_recent, 1)
     while split > 0 and earliest_call[split] < split:
         split -= 1
-    if split <= 0 or all(_is_carried(m) for m in messages[:split]):
+    if split <= 0 or not any(map(_is_news, messages[:split])):
         return None
     return CompactionPlan(split=split)
 
 
+def folded_chars(messages: Sequence[Message], plan: CompactionPlan) -> int:
+    """The size (JSON) of what a compaction at `plan` would summarize for the first time: the
+    summarized part without an earlier summary, its preserved tool output and system messages."""
+    return len(orjson.dumps([m for m in messages[: plan.split] if _is_news(m)]))
+
+
 def _is_tool(message: Message) -> bool:
     return message.get("role") == "tool"
+
+
+def _is_news(message: Message) -> bool:
+    """Something a summary has not taken in yet: not an earlier compaction's output, and not a
+    system message (instructions, not history)."""
+    return message.get("role") not in ("system", "developer") and not _is_carried(message)
 
 
 def _is_carried(message: Message) -> bool:

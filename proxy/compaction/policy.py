@@ -3,7 +3,8 @@
 `threshold_tokens` is where a conversation is due: the configured number, or `auto` = the model's
 window less a reserve for the summary and a buffer. The engine asks `should_compact` on every
 request with the prompt size the upstream reported for the previous one; in async mode the summary
-starts in the background past `soft_threshold`, before the conversation is due.
+starts in the background past `soft_threshold`, before the conversation is due. A due
+compaction still runs only if it is worth its summarizer call (`worth_compacting`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from proxy.errors import InvalidSetting
+from proxy.types import SessionState
 
 OUTPUT_RESERVE_TOKENS = 20_000
 BUFFER_TOKENS = 13_000
@@ -58,3 +60,36 @@ def should_compact(last_prompt_tokens: int, *, threshold: int) -> bool:
 def soft_threshold(threshold: int, *, settings: CompactSettings) -> int:
     """Where async mode starts the summary in the background (`soft_ratio` × threshold)."""
     return int(threshold * settings.soft_ratio)
+
+
+MIN_SAVING = 0.05
+"""A compaction is worth its summarizer call only if it can save this share of the request."""
+MIN_EFFICIENCY = 0.1
+"""The lowest compression assumed, so that a session whose summaries saved nothing compacts
+again once what there is to fold in reaches half the request (`worth_compacting`)."""
+
+
+def worth_compacting(folded: int, request: int, *, efficiency: float) -> bool:
+    """True when a compaction can be expected to save at least `MIN_SAVING` of the request:
+    `folded` characters no summary holds yet (`proxy.compaction.plan.folded_chars`) times how
+    well the session's last compaction compressed (`compaction_efficiency`), out of the
+    `request`'s size.
+
+    So a system prompt that alone stays above the threshold does not start a summary on every
+    request, and a compaction that saved under 5% is not repeated until there is more to fold."""
+    return folded * efficiency >= MIN_SAVING * request
+
+
+def compaction_efficiency(saved: int, folded: int) -> float:
+    """Characters a compaction saved per character it summarized for the first time, in
+    [`MIN_EFFICIENCY`, 1]; 1 when nothing was recorded (before a session's first compaction)."""
+    if folded <= 0:
+        return 1.0
+    return min(1.0, max(MIN_EFFICIENCY, saved / folded))
+
+
+def last_compaction_efficiency(state: SessionState) -> float:
+    """How well the session's last compaction compressed (1 before its first): characters it
+    saved per character it summarized for the first time."""
+    saved = state.int_field("compaction_saved_chars")
+    return compaction_efficiency(saved, state.int_field("compaction_folded_chars"))

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Awaitable, Callable
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.compaction.job import CompactionJob, CompactionOutcome, compaction_fields
 from proxy.compaction.policy import CompactSettings
 from proxy.ports import SessionStore
 from proxy.types import Turn
@@ -59,8 +59,9 @@ class CompactionTrigger:
         """A finished background compaction counts in its session's state like a sync one, and
         is reported to `on_background` (events, metrics)."""
         if outcome.status == "done":
+            fields = compaction_fields(outcome)
             await self.store.record_turn(
-                tenant, session, fields={}, counters={"compactions": 1}, decisions={}
+                tenant, session, fields=fields, counters={"compactions": 1}, decisions={}
             )
         if self._on_background is not None:
             await self._on_background(tenant, session, outcome)

@@ -18,7 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.job import CompactionJob
 from proxy.compaction.plan import plan_compaction
-from proxy.compaction.policy import should_compact, soft_threshold, threshold_tokens
+from proxy.compaction.policy import (
+    last_compaction_efficiency,
+    should_compact,
+    soft_threshold,
+    threshold_tokens,
+)
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
 from proxy.engine.pipeline import Stack, draft_from_body, run_stages
 from proxy.engine.prepared import Prepared, tally
@@ -116,8 +121,10 @@ class ContextEngine:
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
-        last = last_prompt_tokens(turn.state, line, covers)
-        job = functools.partial(compaction_job, stack, client, draft, turn, api_key)
+        last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
+        job = functools.partial(
+            compaction_job, stack, client, draft, turn, api_key, forced=force_compact
+        )
         due = force_compact or should_compact(last, threshold=threshold)
         outcome = await self._compaction.compact_if_due(
             settings, turn, job, due=due, soft=last >= soft_at
@@ -194,11 +201,18 @@ def matched_compaction(stack: Stack, client: Draft, turn: Turn) -> StoredCompact
 
 
 def compaction_job(
-    stack: Stack, client: Draft, draft: Draft, turn: Turn, api_key: str | None
+    stack: Stack,
+    client: Draft,
+    draft: Draft,
+    turn: Turn,
+    api_key: str | None,
+    *,
+    forced: bool = False,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts): where it is cut, and the body the upstream would be sent for the part
-    summarized (rendered here, so the compactor never calls back into the pipeline)."""
+    summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
+    the upstream said the context is too long."""
     settings = stack.tenant.compact
     plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
     use_transcript = turn.cache_style == "none"
@@ -222,4 +236,6 @@ def compaction_job(
         upstream=stack.tenant.upstream,
         use_transcript=use_transcript,
         settings=settings,
+        efficiency=last_compaction_efficiency(turn.state),
+        forced=forced,
     )

@@ -3,25 +3,24 @@ engine does the store calls."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from proxy.compaction.job import compaction_fields
+from proxy.engine.prepared import Prepared
 from proxy.types import SessionState
 from proxy.usage import Usage
-
-if TYPE_CHECKING:
-    from proxy.engine.prepared import Prepared
 
 Fields = dict[str, str | int | float]
 
 
-def last_prompt_tokens(state: SessionState, line: str, covers: int) -> int:
+def last_prompt_tokens(state: SessionState, line: str, covers: int, *, messages: int = 0) -> int:
     """The previous request's prompt tokens, if they describe this conversation as it is sent now.
 
     Usage of another lineage (a sub-agent sharing the session id) does not count, nor usage
-    measured before a newer stored summary was applied (it would re-trigger at once)."""
+    measured before a newer stored summary was applied (it would re-trigger at once), nor usage
+    of a longer request than this one of `messages` (a task re-run from its start: the long
+    run's size must not compact the short one)."""
     if state.fields.get("lineage") != line:
         return 0
-    if covers > state.int_field("covers"):
+    if covers > state.int_field("covers") or messages < state.int_field("last_prompt_messages"):
         return 0
     return state.int_field("last_prompt_tokens")
 
@@ -46,8 +45,12 @@ def turn_record(
             last_completion_tokens=usage.completion_tokens,
             lineage=prepared.lineage,
             covers=prepared.covers,
+            last_prompt_messages=messages_in,
         )
-    done = prepared.compaction is not None and prepared.compaction.status == "done"
+    outcome = prepared.compaction
+    done = outcome is not None and outcome.status == "done"
+    if outcome is not None and done:
+        fields.update(compaction_fields(outcome))
     counters = {"requests": 1}
     known = prepared.turn.state.fields
     if done or "compactions" not in known:

@@ -9,6 +9,7 @@ session, the state store, the upstream adapters, the summarizers, the compactor,
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
 from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
+from proxy.logs import redacted_url
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.server import admin
 from proxy.server.appkeys import (
@@ -47,6 +49,8 @@ from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +105,12 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
 def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
-        summarizers = {n: make_summarizer(u) for n, u in settings.upstreams.items()}
+        via = app[SERVICES].instance
+        summarizers = {n: make_summarizer(u, via=via) for n, u in settings.upstreams.items()}
         store = ports.store or make_store(settings)
+        if not await store.ping():  # the proxy serves without state until the store answers
+            where = redacted_url(settings.store.url)
+            log.warning("state store %s unreachable at start-up; serving without state", where)
         http = aiohttp.ClientSession(
             # No cap on connections (aiohttp's default is 100): each request in flight holds
             # one, and a stream holds it for minutes; the 101st must not wait for the first.
@@ -114,7 +122,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         app[HTTP] = http
         services = app[SERVICES]
         app[UPSTREAMS] = services.upstreams = {
-            name: make_upstream(settings.upstreams[t.upstream], http)
+            name: make_upstream(settings.upstreams[t.upstream], http, via=via)
             for name, t in settings.tenants.items()
         }
         app[STORE] = services.store = store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -82,6 +83,8 @@ class Services:
     observers: list[Observer]
     """Told of every chat request after its session record (metrics)."""
     metrics: Metrics
+    instance: str = field(default_factory=lambda: secrets.token_hex(8))
+    """This proxy's id in the loop marker (`adapters.upstream.headers.VIA`): random per app."""
     events: EventEmitter = field(init=False)
     """Builds a chat request's events, written with its session record."""
     store: StateStore = field(init=False)

@@ -27,7 +27,7 @@ from proxy.settings import Settings, UpstreamSettings
 def make_store(settings: Settings) -> StateStore:
     store = settings.store
     if store.url.startswith("memory://"):
-        workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+        workspaces = workspaces_of(settings)
 
         def archive_dir(tenant: str) -> Path | None:
             found = workspaces.get(tenant)
@@ -48,12 +48,19 @@ def make_workspace(settings: Settings) -> WorkspaceSource:
         None,
     )
     return FileWorkspace(
-        workspaces={name: t.workspace for name, t in settings.tenants.items()},
-        managed_dir=Path(managed) if managed else None,
+        workspaces=workspaces_of(settings), managed_dir=Path(managed) if managed else None
     )
 
 
-def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Upstream:
+def workspaces_of(settings: Settings) -> dict[str, Path]:
+    """The tenants that have a workspace, and its folder."""
+    return {name: t.workspace for name, t in settings.tenants.items() if t.workspace is not None}
+
+
+def make_upstream(
+    upstream: UpstreamSettings, http: aiohttp.ClientSession, *, via: str | None = None
+) -> Upstream:
+    """`via`: this proxy's instance id, the loop marker its upstream requests carry."""
     timeouts = timeouts_of(upstream)
     if upstream.kind == "anthropic":
         return AnthropicUpstream(
@@ -62,17 +69,20 @@ def make_upstream(upstream: UpstreamSettings, http: aiohttp.ClientSession) -> Up
             api_key=upstream.api_key,
             default_max_tokens=upstream.default_max_tokens,
             timeouts=timeouts,
+            via=via,
         )
     return OpenAIUpstream(
-        session=http, base_url=upstream.base_url, api_key=upstream.api_key, timeouts=timeouts
+        session=http,
+        base_url=upstream.base_url,
+        api_key=upstream.api_key,
+        timeouts=timeouts,
+        via=via,
     )
 
 
-def make_summarizer(upstream: UpstreamSettings) -> Summarizer:
-    if upstream.kind == "anthropic":
-        return AnthropicSummarizer(
-            base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
-        )
-    return OpenAISummarizer(
-        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s
+def make_summarizer(upstream: UpstreamSettings, *, via: str | None = None) -> Summarizer:
+    """`via`: as for `make_upstream`."""
+    kind = AnthropicSummarizer if upstream.kind == "anthropic" else OpenAISummarizer
+    return kind(
+        base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s, via=via
     )

@@ -1,4 +1,5 @@
-"""HTTP concerns only: a request id, a bound on header size, and one error boundary rendering
+"""HTTP concerns only: a request id, a bound on header size, a request that looped back to this
+proxy refused (508, `proxy.adapters.upstream.headers.came_back`), and one error boundary rendering
 OpenAI-shaped errors, counting each request and writing its access line."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import time
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from proxy.errors import BodyTooLarge, CtxProxyError, error_body
+from proxy.adapters.upstream.headers import VIA, came_back
+from proxy.errors import BodyTooLarge, CtxProxyError, LoopDetected, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.access import log_access
 from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
@@ -103,6 +105,10 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     if sum(map(len, itertools.chain.from_iterable(raw))) + 4 * len(raw) > MAX_HEADER_BYTES:
         body = error_body("Request headers are too large.", "invalid_request_error")
         return _error(431, body)
+    if VIA in request.headers and came_back(request.headers, request[SCOPE].services.instance):
+        where = request.method, request.path
+        log.warning("%s %s came back to this proxy: its upstream leads to itself", *where)
+        return _error(508, LoopDetected(LOOP_MESSAGE).to_body())
     try:
         return await handler(request)
     except CtxProxyError as exc:
@@ -119,6 +125,12 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _error(500, error_body("Internal proxy error.", "server_error"))
+
+
+LOOP_MESSAGE = (
+    "ctxproxy loop: this request came back to the proxy that sent it upstream; its upstream"
+    " base_url (or OPENAI_BASE_URL) leads back to the proxy itself."
+)
 
 
 def _error(status: int, body: dict[str, object]) -> web.Response:

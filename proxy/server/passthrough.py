@@ -12,7 +12,7 @@ from aiohttp import web
 
 from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
 from proxy.adapters.upstream.transport import iter_body, open_response, timeouts_of
-from proxy.server.appkeys import HTTP, SETTINGS, caller_of
+from proxy.server.appkeys import HTTP, SERVICES, SETTINGS, caller_of
 from proxy.settings import UpstreamSettings
 
 
@@ -28,7 +28,8 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     caller = caller_of(request)
     tenant = settings.tenants[caller.tenant]
     upstream = settings.upstreams[tenant.upstream]
-    headers = upstream_request_headers(request.headers, rebuilt_body=False)
+    via = request.app[SERVICES].instance
+    headers = upstream_request_headers(request.headers, rebuilt_body=False, via=via)
     key = caller.token if tenant.forward_client_key and caller.token else upstream.api_key
     if key and upstream.kind == "anthropic":
         headers["x-api-key"] = key

@@ -167,6 +167,23 @@ async def test_anthropic_summarizer_translates_and_returns_the_text(
     await adapter.close()
 
 
+async def test_summarizers_send_the_loop_marker(
+    fake: FakeOpenAI, aiohttp_server: ServerFactory
+) -> None:
+    server = await aiohttp_server(fake.app())
+    adapter = OpenAISummarizer(base_url=str(server.make_url("/v1")), api_key="k", via="inst1")
+    await adapter.complete(summary_body(), api_key=None)
+    await adapter.close()
+    anthropic_fake = FakeAnthropic(api_key="k")
+    anthropic_fake.script(text("<summary>S</summary>"))
+    anthropic_server = await aiohttp_server(anthropic_fake.app())
+    other = AnthropicSummarizer(base_url=str(anthropic_server.make_url("")), api_key="k", via="i2")
+    await other.complete({**summary_body(), "model": "claude-sonnet-4-5"}, api_key=None)
+    await other.close()
+    assert {k.lower(): v for k, v in fake.received[0][1].items()}["x-ctx-via"] == "inst1"
+    assert anthropic_fake.received[0].headers["x-ctx-via"] == "i2"
+
+
 async def _set_cookie(request: web.Request, response: web.StreamResponse) -> None:
     response.headers["Set-Cookie"] = "affinity=first-tenant; Path=/"
 

@@ -23,7 +23,7 @@ from proxy.cli.view import (
     short_count,
 )
 from proxy.types import StoredCompaction
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, free_port
 
 NOW = 1_800_000_000.0
 
@@ -92,6 +92,23 @@ def test_list_through_the_command_line(
     assert main(["sessions", "list", "--redis", redis_server.url, "--prefix", key_prefix]) == 0
     out = capsys.readouterr().out
     assert "agent-1" in out and "agent-2" in out and "4800 / 6000" in out
+
+
+@pytest.mark.parametrize("where", ["--redis", "--url"])
+def test_an_unreachable_source_is_named_by_its_address_without_a_password(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    url = (
+        f"redis://:s3cret@127.0.0.1:{port}/0" if where == "--redis" else f"http://127.0.0.1:{port}"
+    )
+    assert main(["sessions", "list", where, url]) == 1
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port}" in err and "s3cret" not in err and "ssl:default" not in err
+    if where == "--redis":
+        assert f"redis://:***@127.0.0.1:{port}/0" in err
+    else:
+        assert f"proxy 127.0.0.1:{port} unreachable: Connection refused" in err
 
 
 async def test_show_prints_state_summaries_and_archive_size(

@@ -13,10 +13,10 @@ import pytest
 
 from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionOutcome, client_covers
+from proxy.compaction.job import CompactionJob, CompactionOutcome, client_covers
 from proxy.compaction.plan import SUMMARY_PREFIX
 from proxy.compaction.policy import CompactSettings
-from proxy.compaction.stored import run
+from proxy.compaction.stored import json_chars, run
 from proxy.content import body_with_messages
 from proxy.errors import StoreUnavailable
 from proxy.types import JSON, Draft, Message, SessionState, StageReport, StoredCompaction
@@ -230,6 +230,37 @@ async def test_nothing_to_summarize_skips_without_touching_the_store() -> None:
     outcome = await request(compactor, store, [user("hi"), assistant("hello")])
     assert (outcome.status, outcome.reason) == ("skipped", "nothing_to_summarize")
     assert summarizer.bodies == [] and await store.session_detail("default", "s1") is None
+
+
+def job_for(history: list[Message], **kw: Any) -> CompactionJob:
+    incoming = draft([SYSTEM, *history])
+    return compaction_job(incoming, settings=SETTINGS, prefix_body_for=prefix_body, **kw)
+
+
+async def test_a_done_compaction_reports_what_it_saved_and_what_it_folded_in() -> None:
+    compactor, _, _ = make()
+    history = conversation(3)
+    outcome = await compactor.run(job_for(history))
+    assert outcome.status == "done"
+    assert outcome.folded_chars == json_chars(history[:-4])
+    summary = [user(SUMMARY_PREFIX + "S")]
+    assert outcome.saved_chars == json_chars(history[:-4]) - json_chars(summary)
+
+
+async def test_a_compaction_that_cannot_save_five_percent_is_skipped_unless_forced() -> None:
+    folded = [user("u" * 800), assistant("a" * 400)]  # about 45% of the request
+    history = [*folded, user("x" * 600), assistant("y" * 600), user("z" * 200), assistant("ok")]
+    assert (await make()[0].run(job_for(history))).status == "done"
+    compactor, store, summarizer = make()
+    outcome = await compactor.run(job_for(history, efficiency=0.1))  # summaries saved little
+    assert (outcome.status, outcome.reason) == ("skipped", "low_savings")
+    assert summarizer.bodies == [] and await store.session_detail("default", "s1") is None
+    assert outcome.messages == tuple(history)
+    forced = await compactor.run(job_for(history, efficiency=0.1, forced=True))
+    assert forced.status == "done" and len(summarizer.bodies) == 1
+    small = [user("hi"), assistant("hello"), *history[2:]]  # under 5% even at best
+    skipped = await make()[0].run(job_for(small))
+    assert (skipped.status, skipped.reason) == ("skipped", "low_savings")
 
 
 async def test_preserved_tool_results_come_from_the_unpruned_client_history() -> None:

@@ -15,13 +15,14 @@ from proxy.compaction.plan import (
     SUMMARY_PREFIX,
     CompactionPlan,
     flatten_to_text,
+    folded_chars,
     plan_compaction,
     preserved_tool_content,
     splice_summary,
 )
 from proxy.compaction.policy import CompactSettings
 from proxy.types import Message
-from tests.factories import assistant, call, exchange, tool, user
+from tests.factories import assistant, call, exchange, system, tool, user
 from tests.traces import TRACE_DIR
 
 
@@ -48,6 +49,23 @@ def test_plan_is_none_when_nothing_but_a_summary_would_be_summarized() -> None:
     assert plan_compaction(messages, keep_recent=4) is None
     assert plan_compaction(messages[1:], keep_recent=4) is None
     assert plan_compaction(exchange("c1", "x"), keep_recent=1) is None
+
+
+def test_plan_is_none_when_only_system_messages_and_a_summary_come_before_the_kept_part() -> None:
+    messages = [user(SUMMARY_PREFIX + "old"), system("be brief"), user("a"), assistant("b")]
+    messages += [user("c"), assistant("d")]
+    assert plan_compaction(messages, keep_recent=4) is None
+    assert plan_compaction(messages, keep_recent=3) == CompactionPlan(split=3)
+
+
+def test_folded_chars_count_only_what_no_summary_holds_yet() -> None:
+    preserved = user(PRESERVED_PREFIX + "skill]\nrules")
+    messages = [user(SUMMARY_PREFIX + "old" * 100), preserved, system("x" * 500), user("a")]
+    messages += [assistant("b"), user("c")]
+    plan = CompactionPlan(split=5)
+    assert folded_chars(messages, plan) == len(json.dumps([user("a"), assistant("b")],
+                                                          separators=(",", ":")))  # fmt: skip
+    assert folded_chars(messages, CompactionPlan(split=3)) == len("[]")
 
 
 def _history(draw: st.DrawFn) -> list[Message]:
@@ -131,6 +149,12 @@ def test_splitting_real_agent_sessions_keeps_every_tool_result_with_its_call(
         for message in out:
             called |= {c["id"] for c in message.get("tool_calls", ())}
             assert message["role"] != "tool" or message["tool_call_id"] in called, path.name
+
+
+def test_plan_keeps_the_last_message_even_with_keep_recent_zero() -> None:
+    messages = [user("a"), assistant("b"), user("c")]
+    assert plan_compaction(messages, keep_recent=0) == CompactionPlan(split=2)
+    assert plan_compaction(messages[:1], keep_recent=0) is None
 
 
 def test_plan_of_too_few_messages_is_none() -> None:

@@ -60,6 +60,15 @@ def test_an_edited_history_or_system_prompt_does_not_match() -> None:
         assert out.messages == tuple(messages[1:]) and report.counters["applied"] == 0
 
 
+def test_a_request_that_ends_where_the_summary_ends_is_sent_as_the_client_wrote_it() -> None:
+    task = [user("a long task " * 300)]
+    state = SessionState(compactions=(_stored(task, 1, "S"),))
+    out, report = apply(draft([system("sys"), *task]), state)
+    assert out.messages == tuple(task) and report.counters["applied"] == 0
+    on, _ = apply(draft([system("sys"), *task, assistant("ok")]), state)
+    assert on.messages == (user(SUMMARY_PREFIX + "S"), assistant("ok"))
+
+
 def test_disabled_stage_applies_nothing() -> None:
     history = [user("a"), assistant("b"), user("c")]
     state = SessionState(compactions=(_stored(history, 2, "S"),))

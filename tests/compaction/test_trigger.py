@@ -111,6 +111,8 @@ async def test_past_the_soft_threshold_async_mode_compacts_in_the_background_and
     assert (tenant, session, outcome.status) == ("default", "s1", "done")
     state = await store.load("default", "s1")
     assert state.int_field("compactions") == 1
+    assert state.int_field("compaction_folded_chars") == outcome.folded_chars > 0
+    assert state.int_field("compaction_saved_chars") == outcome.saved_chars != 0
     await compactor.aclose()
 
 

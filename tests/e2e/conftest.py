@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestServer
 from proxy.adapters.workspace import FileWorkspace
 from proxy.config import load_settings
 from proxy.server.app import Ports, create_app
+from proxy.server.factories import workspaces_of
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.server.conftest import make_proxy as make_proxy
 from tests.server.harness import write_config
@@ -74,7 +75,7 @@ async def make_anthropic_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeAnthr
         settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": UPSTREAM_KEY})
         ports = None
         if workspace_clock is not None:
-            workspaces = {name: t.workspace for name, t in settings.tenants.items()}
+            workspaces = workspaces_of(settings)
             ports = Ports(workspace=FileWorkspace(workspaces=workspaces, clock=workspace_clock))
         app = create_app(settings, ports)
         server = await aiohttp_server(app)

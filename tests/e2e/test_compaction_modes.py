@@ -7,9 +7,10 @@ from typing import Any
 
 import openai
 import pytest
+from aiohttp import ClientSession
 
 from proxy.server.appkeys import STORE
-from tests.e2e.agent import assert_all_valid, background_compactions_done
+from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done
 from tests.e2e.session import COMPACT, SESSION, run_session, user
 from tests.fakes.openai_upstream import Reply
 from tests.server.conftest import MakeProxy
@@ -93,3 +94,27 @@ def _shape(message: dict[str, Any]) -> tuple[str, str]:
     """Role and call id: what identifies a message when pruning may have cut its content."""
     calls = ",".join(c["id"] for c in message.get("tool_calls") or ())
     return message["role"], message.get("tool_call_id") or calls
+
+
+LONG_PROMPT = "You are a code agent. Follow these rules.\n" + "Rule: think, then act.\n" * 300
+"""About 7 KB: with a threshold of 1,000 tokens the system prompt alone stays above it."""
+SMOL = "[tenants.default.compact]\nthreshold_tokens = 1000\nkeep_recent = 4\n"
+
+
+async def test_a_system_prompt_above_the_threshold_does_not_summarize_every_request(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy(workspace=False, tenant_extra=SMOL)
+    fake = proxy.fake
+    fake.summary_text = "<summary>" + "The agent read data.csv row by row. " * 70 + "</summary>"
+    agent = Agent(proxy.client(default_headers={"X-Ctx-Session": "smol"}), proxy.app,
+                  system=LONG_PROMPT)  # fmt: skip
+    agent.add(user("Find the row with the largest amount in data.csv."))
+    for step in range(12):  # observation after observation, as smolagents' code agent sends them
+        await agent.turn()
+        agent.add(user(f"Observation {step}: " + "row,amount\n" * 20))
+    assert len(fake.summary_requests) == 1, "not one summary per request (10 of 12 before)"
+    async with ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as response:
+        metrics = await response.text()
+    assert 'reason="low_savings"' in metrics, "each skipped compaction is counted"
+    assert_all_valid(r.body for r in fake.received)

@@ -9,8 +9,16 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from tests.e2e.agent import assert_all_valid, text_of
-from tests.e2e.session import COMPACT, LISTING, SESSION, answer, run_session, user
+from tests.e2e.agent import Agent, assert_all_valid, text_of, tool_call
+from tests.e2e.session import (
+    COMPACT,
+    LISTING,
+    SESSION,
+    answer,
+    result,
+    run_session,
+    user,
+)
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
 
@@ -112,3 +120,55 @@ async def test_second_compaction_folds_the_first_summary_in(session_proxy: Proxy
     assert [agent.header("X-Ctx-Compacted", i) for i in (-3, -2, -1)] == ["0", "1", "0"]
     assert [len(history) for history in await archived(session_proxy)] == [15, 19]
     assert_all_valid(r.body for r in fake.received)
+
+
+TASK = "Refactor the billing module; keep every public name. " + "Details follow. " * 244
+"""A long first user message (about 4,000 characters): its own prompt passes the threshold."""
+LOW_THRESHOLD = "[tenants.default.compact]\nthreshold_tokens = 500\nkeep_recent = 4\n"
+
+
+async def test_rerunning_a_task_sends_the_task_itself_not_its_stored_summary(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy(workspace=False, tenant_extra=LOW_THRESHOLD)
+    first = Agent(proxy.client(), proxy.app)  # no session header: derived from system and task
+    first.add(user(TASK))
+    for step in ("c1", "c2", "c3"):  # a tool loop; the third request summarizes the task alone
+        proxy.fake.script.append(answer(tool_call(step, cmd="step"), prompt_tokens=1200))
+        await first.turn()
+        if step != "c3":
+            first.add(result(step, "done"))
+    assert len(proxy.fake.summary_requests) == 1
+    rerun = Agent(proxy.client(), proxy.app)
+    rerun.add(user(TASK))
+    proxy.fake.script.append(answer(tool_call("c1", cmd="again"), prompt_tokens=1200))
+    await rerun.turn()
+    sent = proxy.fake.chat[-1].body["messages"]
+    assert sent == [{"role": "system", "content": rerun.system}, user(TASK)]
+    assert rerun.header("X-Ctx-Compacted") == "0"
+    assert rerun.header("X-Ctx-Session") == first.header("X-Ctx-Session")
+    rerun.add(result("c1", "again done"))  # now the request goes on past the summarized task
+    await rerun.turn()
+    sent = proxy.fake.chat[-1].body["messages"]
+    assert sent[1]["content"].startswith("[Conversation summary]\n")
+    assert sent[2:] == rerun.history[1:-1], "ends with the client's own last message"
+    assert_all_valid(r.body for r in proxy.fake.received)
+
+
+async def test_resuming_from_an_earlier_point_is_not_compacted_for_the_size_reached_later(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy(workspace=False, tenant_extra=LOW_THRESHOLD)
+    first = Agent(proxy.client(), proxy.app)
+    first.add(user("Count the files."))
+    for step, tokens in (("c1", 100), ("c2", 200), ("c3", 300), ("c4", 5000)):
+        proxy.fake.script.append(answer(tool_call(step, cmd="ls"), prompt_tokens=tokens))
+        await first.turn()
+        first.add(result(step, "12 files"))
+    resumed = Agent(proxy.client(), proxy.app)  # a checkpoint of the same run, two steps in
+    resumed.add(*first.history[:5])
+    proxy.fake.script.append(answer(tool_call("c3", cmd="ls"), prompt_tokens=300))
+    await resumed.turn()
+    assert proxy.fake.summary_requests == [], "5,000 tokens were measured on a longer request"
+    assert proxy.fake.chat[-1].body["messages"][1:] == first.history[:5]
+    assert resumed.header("X-Ctx-Session") == first.header("X-Ctx-Session")

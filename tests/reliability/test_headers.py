@@ -15,7 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict
 
-from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
+from proxy.adapters.upstream.headers import (
+    came_back,
+    client_response_headers,
+    upstream_request_headers,
+)
 from tests.reliability.conftest import MakeRig
 from tests.reliability.support import Rig, auth, chat
 
@@ -213,3 +217,13 @@ def test_no_hop_by_hop_or_connection_listed_name_crosses(
     assert sorted(n.lower() for n, _ in up.items() if n.lower() in ("x-a", "x-b")) == sorted(
         n.lower() for n in kept
     )
+
+
+def test_the_loop_marker_lists_the_proxies_passed_then_this_one() -> None:
+    client = CIMultiDict([("X-Ctx-Via", "aa, bb"), ("X-Ctx-Via", "cc"), ("X-Ctx-Session", "s")])
+    for rebuilt in (True, False):
+        out = upstream_request_headers(client, rebuilt_body=rebuilt, via="dd")
+        assert out.getall("X-Ctx-Via") == ["aa, bb, cc, dd"] and "X-Ctx-Session" not in out
+    assert "X-Ctx-Via" not in upstream_request_headers(client, rebuilt_body=True)
+    assert came_back(client, "bb") and came_back(client, "cc")
+    assert not came_back(client, "b") and not came_back(CIMultiDict(), "aa")

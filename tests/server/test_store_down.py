@@ -3,7 +3,11 @@ store would have to keep."""
 
 from __future__ import annotations
 
-from tests.redis_server import free_port
+import logging
+
+import pytest
+
+from tests.redis_server import RedisServer, free_port
 from tests.server.conftest import MakeProxy
 
 
@@ -29,3 +33,23 @@ async def test_store_down_serves_without_persisting_tool_outputs(make_proxy: Mak
     sent = proxy.fake.chat[-1].body["messages"][-1]["content"]
     assert "<persisted-output" not in sent, "an output id that could only 404"
     assert sent == big
+
+
+async def test_redis_down_at_start_up_is_one_warning_naming_the_url_without_its_password(
+    make_proxy: MakeProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
+    with caplog.at_level(logging.WARNING):
+        await make_proxy(store_url=url)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [
+        f"state store {url.replace('s3cret', '***')} unreachable at start-up; serving without state"
+    ]
+
+
+async def test_redis_up_at_start_up_logs_no_warning(
+    make_proxy: MakeProxy, caplog: pytest.LogCaptureFixture, redis_server: RedisServer
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        await make_proxy(store_url=redis_server.url)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

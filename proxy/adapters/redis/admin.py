@@ -15,6 +15,7 @@ from redis.exceptions import RedisError
 from proxy.adapters.redis.codec import decode_hash
 from proxy.adapters.redis.keys import Keys
 from proxy.errors import StoreUnavailable
+from proxy.logs import redacted_url
 from proxy.types import JSON
 
 
@@ -28,7 +29,8 @@ async def read_events(
     try:
         found = await reader.xread({keys.events(): last_id}, count=count, block=block_ms or None)
     except (RedisError, OSError) as exc:
-        raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
+        where = redacted_url(url)
+        raise StoreUnavailable(f"Redis at {where} unavailable: {type(exc).__name__}") from exc
     finally:
         await reader.aclose()
     return [

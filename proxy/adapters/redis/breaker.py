@@ -27,7 +27,16 @@ T = TypeVar("T")
 
 
 class Breaker:
-    def __init__(self, *, op_timeout_s: float, breaker_s: float, max_concurrent: int) -> None:
+    def __init__(
+        self,
+        *,
+        op_timeout_s: float,
+        breaker_s: float,
+        max_concurrent: int,
+        name: str = "state store",
+    ) -> None:
+        """`name`: what failures are reported as (the store's URL, without its password)."""
+        self._name = name
         self._op_timeout_s = op_timeout_s
         self._slots = asyncio.Semaphore(max_concurrent)
         self._breaker_s = breaker_s
@@ -43,7 +52,7 @@ class Breaker:
         """`op()`'s result; raises `StoreUnavailable` at once while degraded, or on a Redis
         error, an OS error or the timeout (which open the breaker)."""
         if self.degraded:
-            raise StoreUnavailable("state store unavailable (breaker open)")
+            raise StoreUnavailable(f"{self._name} unavailable (breaker open)")
         probe = self._open_until > 0.0
         self._probing = probe
         try:
@@ -51,7 +60,7 @@ class Breaker:
                 result = await op()
         except (RedisError, OSError, TimeoutError) as exc:
             self._open_until = time.monotonic() + self._breaker_s
-            raise StoreUnavailable(f"state store unavailable: {type(exc).__name__}") from exc
+            raise StoreUnavailable(f"{self._name} unavailable: {type(exc).__name__}") from exc
         finally:
             if probe:
                 self._probing = False

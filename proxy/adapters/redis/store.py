@@ -29,6 +29,7 @@ from proxy.adapters.redis.codec import (
 from proxy.adapters.redis.keys import Keys
 from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_pipeline
 from proxy.errors import StoreUnavailable
+from proxy.logs import redacted_url
 from proxy.types import JSON, SessionState, StoredCompaction
 
 MAX_CONNECTIONS = 64
@@ -66,7 +67,10 @@ class RedisStore:
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
         self._breaker = Breaker(
-            op_timeout_s=op_timeout_s, breaker_s=breaker_s, max_concurrent=MAX_CONNECTIONS
+            op_timeout_s=op_timeout_s,
+            breaker_s=breaker_s,
+            max_concurrent=MAX_CONNECTIONS,
+            name=f"Redis at {redacted_url(url)}",
         )
         self._events_max = events_max
         self._archive_max = archive_max

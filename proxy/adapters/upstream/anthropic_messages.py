@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, Mapping
 import aiohttp
 import orjson
 
+from proxy.adapters.upstream.headers import VIA, via_chain
 from proxy.adapters.upstream.transport import (
     Timeouts,
     UpstreamIdle,
@@ -51,7 +52,8 @@ class AnthropicUpstream:
 
     `api_key` is the configured key; an `api_key` passed to `send_chat` (the client's
     own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream.
-    `default_max_tokens` and `keep_sampling` go to `to_messages_request`.
+    `default_max_tokens` and `keep_sampling` go to `to_messages_request`; `via` is this
+    proxy's instance id, sent in the loop marker (`proxy.adapters.upstream.headers.VIA`).
     """
 
     def __init__(
@@ -64,8 +66,10 @@ class AnthropicUpstream:
         default_max_tokens: int = 4096,
         keep_sampling: bool = False,
         timeouts: Timeouts = Timeouts(),  # noqa: B008 (frozen: one object serves as default)
+        via: str | None = None,
     ) -> None:
         self._session = session
+        self._via = via
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._api_key = api_key
         self._version = anthropic_version
@@ -87,7 +91,7 @@ class AnthropicUpstream:
             self._session,
             "POST",
             self._url,
-            headers=request_headers(headers, api_key=key, version=self._version),
+            headers=request_headers(headers, api_key=key, version=self._version, via=self._via),
             data=data,
             timeouts=self._timeouts,
             whole_call=not stream,
@@ -120,14 +124,17 @@ class AnthropicUpstream:
 
 
 def request_headers(
-    client: Mapping[str, str], *, api_key: str | None, version: str
+    client: Mapping[str, str], *, api_key: str | None, version: str, via: str | None = None
 ) -> dict[str, str]:
-    """Headers for `/v1/messages`: the key, the version (the client's wins), the client's beta."""
+    """Headers for `/v1/messages`: the key, the version (the client's wins), the client's beta,
+    and with `via` (this proxy's instance id) the loop marker."""
     lowered = {name.lower(): value for name, value in client.items()}
     headers = {"content-type": "application/json", "anthropic-version": version}
     headers.update({name: lowered[name] for name in PASSED_REQUEST_HEADERS if name in lowered})
     if api_key:
         headers["x-api-key"] = api_key
+    if via:
+        headers[VIA] = via_chain(client, via)
     return headers
 
 

@@ -29,8 +29,11 @@ class OpenAIUpstream:
         base_url: str,
         api_key: str | None,
         timeouts: Timeouts,
+        via: str | None = None,
     ) -> None:
+        """`via`: this proxy's instance id, sent in the loop marker (`http_headers.VIA`)."""
         self._session = session
+        self._via = via
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._api_key = api_key
         self._timeouts = timeouts
@@ -38,7 +41,7 @@ class OpenAIUpstream:
     async def send_chat(
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
     ) -> UpstreamReply:
-        out = upstream_request_headers(headers, rebuilt_body=True)
+        out = upstream_request_headers(headers, rebuilt_body=True, via=self._via)
         out["Content-Type"] = "application/json"
         key = api_key or self._api_key
         if key:

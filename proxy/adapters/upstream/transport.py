@@ -13,8 +13,11 @@ nothing is retried. Redirects are never followed.
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from collections.abc import AsyncGenerator, AsyncIterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -91,10 +94,31 @@ async def open_response(
             raise UpstreamTimeout("upstream did not answer in time") from exc
         except RETRYABLE as exc:
             if attempt == 2:
-                raise UpstreamUnreachable(f"upstream unreachable: {type(exc).__name__}") from exc
+                raise UpstreamUnreachable(unreachable(url, exc)) from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamUnreachable(f"upstream error: {type(exc).__name__}") from exc
+            raise UpstreamUnreachable(unreachable(url, exc)) from exc
     raise AssertionError("unreachable")
+
+
+def unreachable(url: str, exc: BaseException, *, what: str = "upstream") -> str:
+    """Why the server at `url` (`what`) could not be reached, naming its host and port only
+    (never a key or the rest of the URL), with the system's reason rather than aiohttp's wording
+    (`Cannot connect to host … ssl:default […]`)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    return f"{what} {parts.hostname}:{port} unreachable: {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    error = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else None
+    if isinstance(error, socket.gaierror):
+        return f"name not resolved ({error.strerror})"
+    if error is not None and error.errno:
+        return os.strerror(error.errno)
+    return type(exc).__name__
 
 
 async def _request(

@@ -28,6 +28,7 @@ from tests.fakes.anthropic_upstream import (
     text,
     tool_use,
 )
+from tests.redis_server import free_port
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 
@@ -234,3 +235,16 @@ async def test_redirects_are_not_followed(aiohttp_server: ServerFactory) -> None
             session=session, base_url=str(server.make_url("")).rstrip("/"), api_key="k"
         )
         assert (await send(upstream, chat())).status == 307
+
+
+async def test_a_refused_connection_names_the_upstreams_address() -> None:
+    port = free_port()
+    async with aiohttp.ClientSession() as session:
+        upstream = AnthropicUpstream(session=session, base_url=f"http://127.0.0.1:{port}")
+        for stream in (False, True):
+            with pytest.raises(UpstreamUnreachable) as caught:
+                await upstream.send_chat(
+                    {"model": "claude-x", "messages": [{"role": "user", "content": "hi"}],
+                     "stream": stream}, headers={}, api_key="sk-ant")  # fmt: skip
+            expected = f"upstream 127.0.0.1:{port} unreachable: Connection refused"
+            assert caught.value.message == expected

@@ -14,7 +14,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from proxy.adapters.upstream.transport import Timeouts, UpstreamIdle, iter_body, open_response
-from proxy.errors import UpstreamTimeout
+from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from tests.redis_server import free_port
 
 CHUNKS = [b"one ", b"two ", b"three"]
 
@@ -98,3 +99,12 @@ async def test_a_connection_that_cannot_open_is_an_upstream_timeout() -> None:
     finally:
         for sock in (listener, *fillers):
             sock.close()
+
+
+async def test_a_refused_connection_names_the_upstreams_address_not_aiohttps_wording() -> None:
+    port = free_port()
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(UpstreamUnreachable) as caught:
+            await open_response(http, "POST", f"http://user:sk-key@127.0.0.1:{port}/v1/chat",
+                                headers={}, data=b"{}", timeouts=Timeouts())  # fmt: skip
+    assert caught.value.message == f"upstream 127.0.0.1:{port} unreachable: Connection refused"
