@@ -33,7 +33,13 @@ from proxy.content import MAX_BREAKPOINTS, find_cache_markers
 from proxy.inbound.messages_blocks import MARKER, block_of, tool_use_of
 from proxy.inbound.messages_carrier import Carrier, Origin, client_blocks, client_message
 from proxy.inbound.messages_request import PARAMETERS
-from proxy.inbound.messages_splice import items_of, match_origins, splice, with_marker_of
+from proxy.inbound.messages_splice import (
+    items_of,
+    match_origins,
+    splice,
+    splice_placed,
+    with_marker_of,
+)
 from proxy.translate.anthropic_blocks import (
     assistant_blocks,
     content_blocks,
@@ -55,6 +61,12 @@ class _Piece(NamedTuple):
     origin: Origin | None
     blocks: list[Any]
     pristine: bool
+    places: list[Place]
+    """Where each block goes among its client message's blocks (`Place`)."""
+
+
+Place = tuple[int, int, int]
+"""(client block index, 0 at it or ±1 beside it, order among fresh blocks)."""
 
 
 def internal_to_messages(chat_body: JSON, carrier: Carrier) -> JSON:
@@ -110,14 +122,15 @@ def _unchanged(message: Message, origin: Origin) -> bool:
 
 
 def _conversation(final: Sequence[Message], carrier: Carrier, ours: list[JSON]) -> list[JSON]:
-    pairs = zip(final, match_origins(final, carrier.origins), strict=True)
-    pieces = [
-        _piece(message, carrier, carrier.origins[j], ours) if j is not None else _fresh(message)
-        for message, j in pairs
-    ]
-    for piece in pieces:
-        if piece is not None and piece.origin is None:
+    pieces: list[_Piece | None] = []
+    for message, j in zip(final, match_origins(final, carrier.origins), strict=True):
+        if j is not None:
+            pieces.append(_piece(message, carrier, carrier.origins[j], ours))
+            continue
+        piece = _fresh(message)
+        if piece is not None:
             ours += [b for b in piece.blocks if isinstance(b, dict) and b.get(MARKER) is not None]
+        pieces.append(piece)
     groups: list[list[_Piece]] = []
     for piece in pieces:
         if piece is None:
@@ -133,14 +146,26 @@ def _conversation(final: Sequence[Message], carrier: Carrier, ours: list[JSON]) 
 def _piece(message: Message, carrier: Carrier, origin: Origin, ours: list[JSON]) -> _Piece:
     role = "assistant" if origin.internal.get("role") == "assistant" else "user"
     blocks = client_blocks(carrier, origin)
+    own = [(index, 0, 0) for index in origin.blocks or range(len(blocks))]
     if _unchanged(message, origin):
-        return _Piece(role, origin, blocks, True)
+        return _Piece(role, origin, blocks, True, own)
     if origin.internal.get("role") == "tool":
         result = _tool_result(blocks[0], message, origin, ours)
-        return _Piece(role, origin, [result, *blocks[1:]], False)
+        return _Piece(role, origin, [result, *blocks[1:]], False, own)
     snapshot, current = items_of(origin.internal), items_of(message)
-    spliced = splice(blocks, origin.slots, snapshot, current, fresh=_fresh_item, ours=ours)
-    return _Piece(role, origin, spliced, False)
+    placed = splice_placed(blocks, origin.slots, snapshot, current, fresh=_fresh_item, ours=ours)
+    places = [(_client_index(origin, p), side, n) for (p, side, n), _ in placed]
+    return _Piece(role, origin, [block for _, block in placed], False, places)
+
+
+def _client_index(origin: Origin, position: int) -> int:
+    """The client block index of a position among `origin`'s owned blocks (one past the
+    last for the end)."""
+    if not origin.blocks:
+        return position  # a string content: one block, at 0
+    if position < len(origin.blocks):
+        return origin.blocks[position]
+    return origin.blocks[-1] + 1
 
 
 def _fresh_item(item: Any) -> JSON | None:
@@ -173,17 +198,16 @@ def _fresh(message: Message) -> _Piece | None:
     """A prepared message no client message stands for; None when it renders to nothing."""
     role = message.get("role")
     if role == "tool":
-        return _Piece("user", None, [tool_result_block(message)], False)
-    if role == "assistant":
+        blocks = [tool_result_block(message)]
+    elif role == "assistant":
         blocks = assistant_blocks(message)
     else:
         own = content_blocks(message.get("content"))
         blocks = with_message_cache_control(own, message.get(MARKER))
-    return (
-        _Piece("assistant" if role == "assistant" else "user", None, blocks, False)
-        if blocks
-        else None
-    )
+    if not blocks:
+        return None
+    kind = "assistant" if role == "assistant" else "user"
+    return _Piece(kind, None, blocks, False, [(0, 0, 0)] * len(blocks))
 
 
 def _joins(group: list[_Piece], piece: _Piece) -> bool:
@@ -208,8 +232,8 @@ def _message_of(group: list[_Piece], carrier: Carrier, owned: dict[int, int]) ->
     if single and len(group) == owned[sources[0].message] and all(p.pristine for p in group):
         return client_message(carrier, sources[0])
     if single:  # one client message, changed: its own block order
-        ordered = sorted(group, key=lambda p: p.origin.blocks[:1] if p.origin else ())
-        blocks = [block for piece in ordered for block in piece.blocks]
+        placed = [pair for piece in group for pair in zip(piece.places, piece.blocks, strict=True)]
+        blocks = [block for _, block in sorted(placed, key=lambda pair: pair[0])]
     else:  # tool results lead a user turn (the API requires it)
         blocks = [block for piece in group for block in piece.blocks]
         blocks.sort(key=lambda b: not (isinstance(b, dict) and b.get("type") == "tool_result"))

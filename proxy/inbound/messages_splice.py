@@ -25,6 +25,9 @@ from proxy.inbound.messages_carrier import Origin
 from proxy.types import JSON, Message
 
 Fresh = Callable[[Any], JSON | None]
+Placed = tuple[tuple[int, int, int], Any]
+"""A block and where it goes: (position among the client's blocks, 0 there or ±1 beside it,
+order among fresh blocks)."""
 
 
 def items_of(message: Message) -> list[Any]:
@@ -56,8 +59,25 @@ def splice(
 ) -> list[Any]:
     """`blocks` (the client's) re-rendered for `current` items, where `snapshot[k]` was built
     from `blocks[slots[k]]`; see the module docstring."""
+    return [
+        block
+        for _, block in splice_placed(blocks, slots, snapshot, current, fresh=fresh, ours=ours)
+    ]
+
+
+def splice_placed(
+    blocks: Sequence[Any],
+    slots: Sequence[int],
+    snapshot: Sequence[Any],
+    current: Sequence[Any],
+    *,
+    fresh: Fresh,
+    ours: list[JSON],
+) -> list[Placed]:
+    """`splice`, each block with its place (sorted): a caller merging blocks re-rendered from
+    several internal messages of one client message puts them back in the client's order."""
     matched: dict[int, Any] = {}
-    placed: list[tuple[tuple[int, int, int], Any]] = []
+    placed: list[Placed] = []
     first = slots[0] if slots else len(blocks)
     start, last = 0, -1
     for i, item in enumerate(current):
@@ -78,7 +98,7 @@ def splice(
         elif k in matched:
             placed.append(((position, 0, 0), with_marker_of(block, matched[k], ours)))
     placed.sort(key=lambda entry: entry[0])
-    return [block for _, block in placed]
+    return placed
 
 
 def with_marker_of(block: Any, holder: Any, ours: list[JSON]) -> Any:
