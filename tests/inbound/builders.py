@@ -72,6 +72,8 @@ def wire_problem(sent: JSON) -> str | None:
     thinking rules (`tests.fakes.anthropic_rules`)."""
     checked = {k: v for k, v in sent.items() if k not in SAMPLING}
     checked.setdefault("max_tokens", 1)  # count_tokens bodies have none
+    if isinstance(checked.get("tools"), list):  # a JSON schema: any keys (the SDK lists a few)
+        checked["tools"] = [_schema_free(tool) for tool in checked["tools"]]
     try:
         validated = anthropic_rules._force(
             _BETA_PARAMS.validate_python({**checked, "stream": False})
@@ -88,6 +90,12 @@ def wire_problem(sent: JSON) -> str | None:
         or anthropic_rules._cache_control_problem(checked)
         or anthropic_rules._thinking_problem(checked)
     )
+
+
+def _schema_free(tool: Any) -> Any:
+    if isinstance(tool, dict) and isinstance(tool.get("input_schema"), dict):
+        return {**tool, "input_schema": {"type": "object"}}
+    return tool
 
 
 def marker_count(value: Any) -> int:
