@@ -18,9 +18,17 @@
     top_p as they are. Everything else (metadata, thinking, context_management, top_k, …)
     stays in the carrier only.
 
+Claude Code's attribution line (a first system block `x-anthropic-billing-header: cc_version=…;
+cch=…;`, whose hashes change from conversation to conversation, some from request to request)
+is carried too: it means nothing to a model, it would break an OpenAI upstream's prefix cache,
+and in the internal form it would change the conversation's salt, lineage and derived session
+id on every request, so that stored summaries and the compaction trigger never matched. An
+Anthropic upstream gets it back where it was, first.
+
 Blocks with no chat equivalent are carried by the message they sit in; a user message of
 carried blocks only becomes an empty `user` message, or rides with its last tool result. The
-input is never mutated; the internal body shares no object with it that a stage could change.
+input is never mutated; the internal body is built of new messages and parts (markers, schemas
+and tool inputs are shared: stages never mutate, STYLE rule 3).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ PARAMETERS = (
 )
 """(Messages key, internal key) of the plain parameters; the render maps them back."""
 ROLES = ("user", "assistant")
+ATTRIBUTION_PREFIX = "x-anthropic-billing-header:"
 
 
 def messages_to_internal(body: JSON) -> tuple[JSON, Carrier]:
@@ -68,9 +77,15 @@ def _system_origin(system: Any) -> Origin | None:
         return Origin(SYSTEM, (), (0,) if system else (), {"role": "system", "content": system})
     if not isinstance(system, list):
         return None
-    parts, slots = _parts(system, range(len(system)))
+    read = [i for i, block in enumerate(system) if not is_attribution(block)]
+    parts, kept = _parts(system, read)
     message: Message = {"role": "system", "content": parts}
-    return Origin(SYSTEM, tuple(range(len(system))), slots, message)
+    return Origin(SYSTEM, tuple(range(len(system))), tuple(read[k] for k in kept), message)
+
+
+def is_attribution(block: Any) -> bool:
+    """Claude Code's attribution line, a system block the stages never see (module doc)."""
+    return _is_text(block) and str(block.get("text", "")).startswith(ATTRIBUTION_PREFIX)
 
 
 def _parts(

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from proxy.history import history_salt
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.messages_request import messages_to_internal, request_problem
 from tests.inbound.builders import (
@@ -63,6 +64,25 @@ def test_system_blocks_become_one_system_message_with_the_clients_markers() -> N
     assert carrier.system is not None and carrier.system.internal is internal["messages"][0]
     internal, _ = messages_to_internal(body(user("hi"), system="Be brief."))
     assert internal["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+def test_claude_codes_attribution_line_is_carried_so_the_conversation_stays_one() -> None:
+    first, second = (
+        copy.deepcopy(fixture("main_turn_thinking")["body"]),
+        fixture("main_turn_thinking")["body"],
+    )
+    first["system"][0] = text(
+        "x-anthropic-billing-header: cc_version=2.1.80.a1b; cc_entrypoint=cli; cch=91f0e;"
+    )
+    one, carrier = messages_to_internal(first)
+    two, _ = messages_to_internal(second)
+    assert one["messages"][0] == two["messages"][0]
+    assert [p["text"][:20] for p in one["messages"][0]["content"]] == [
+        "You are Claude Code,",
+        "(Agent instructions:",
+    ]
+    assert carrier.system is not None and carrier.system.slots == (1, 2)
+    assert history_salt("t", [one["messages"][0]]) == history_salt("t", [two["messages"][0]])
 
 
 def test_blocks_a_chat_model_cannot_read_are_carried_only() -> None:

@@ -137,9 +137,11 @@ def test_bootstrap_puts_the_static_part_first_then_the_clients_blocks_then_the_d
     sent = fixture("four_markers")["body"]
     out, _ = prepare(sent, workspace=WORKSPACE)
     system = out["system"]
-    assert system[0]["text"].startswith("<soul>")
-    assert system[1:4] == sent["system"]
-    assert all(a is b for a, b in zip(system[1:4], sent["system"], strict=True))
+    billing, *client = sent["system"]
+    assert system[0] is billing  # Claude Code's attribution line stays first
+    assert system[1]["text"].startswith("<soul>")
+    assert system[2:4] == client
+    assert all(a is b for a, b in zip(system[2:4], client, strict=True))
     assert system[4]["text"].startswith("<user_profile>")
     assert marker_count(out) == 4  # the client's four: no room for ours
     assert wire_problem(out) is None
@@ -152,8 +154,8 @@ def test_bootstrap_marks_the_static_part_when_there_is_room() -> None:
     sent = fixture("main_turn_thinking")["body"]
     tenant = TenantSettings(bootstrap=replace(TenantSettings().bootstrap, max_chars_per_file=8000))
     out, _ = prepare(sent, workspace=workspace, tenant=tenant)
-    assert out["system"][0].get("cache_control") == {"type": "ephemeral"}
-    assert out["system"][1:] == sent["system"]
+    assert out["system"][1].get("cache_control") == {"type": "ephemeral"}
+    assert [out["system"][0], *out["system"][2:]] == sent["system"]
     assert marker_count(out) == 4 and wire_problem(out) is None
 
 
