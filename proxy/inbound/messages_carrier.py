@@ -11,6 +11,7 @@ the client's exact bytes) stays here, in a side table the render reads:
     Carrier.origins   one `Origin` per internal message after the system message, in order
     Carrier.system    the `Origin` of the internal system message (None without `system`)
     Carrier.tools     the client `tools` index of each internal tool
+    Carrier.sticky_markers  whether the client's message markers were kept from the stages
 
 An `Origin` names the client message and the blocks one internal message stands for, and where
 each of its items (content parts, then tool calls) sits among those blocks, so that a changed
@@ -51,6 +52,9 @@ class Carrier:
     origins: tuple[Origin, ...]
     system: Origin | None = None
     tools: tuple[int, ...] = ()
+    sticky_markers: bool = False
+    """The client's markers on messages were kept out of the internal form: each comes back
+    on its block as sent."""
 
 
 def client_blocks(carrier: Carrier, origin: Origin) -> list[Any]:

@@ -150,10 +150,18 @@ def _piece(message: Message, carrier: Carrier, origin: Origin, ours: list[JSON])
     if _unchanged(message, origin):
         return _Piece(role, origin, blocks, True, own)
     if origin.internal.get("role") == "tool":
-        result = _tool_result(blocks[0], message, origin, ours)
+        result = _tool_result(blocks[0], message, origin, ours, sticky=carrier.sticky_markers)
         return _Piece(role, origin, [result, *blocks[1:]], False, own)
     snapshot, current = items_of(origin.internal), items_of(message)
-    placed = splice_placed(blocks, origin.slots, snapshot, current, fresh=_fresh_item, ours=ours)
+    placed = splice_placed(
+        blocks,
+        origin.slots,
+        snapshot,
+        current,
+        fresh=_fresh_item,
+        ours=ours,
+        sticky=carrier.sticky_markers,
+    )
     places = [(_client_index(origin, p), side, n) for (p, side, n), _ in placed]
     return _Piece(role, origin, [block for _, block in placed], False, places)
 
@@ -174,20 +182,25 @@ def _fresh_item(item: Any) -> JSON | None:
     return block_of(item)
 
 
-def _tool_result(block: JSON, message: Message, origin: Origin, ours: list[JSON]) -> Any:
+def _tool_result(
+    block: JSON, message: Message, origin: Origin, ours: list[JSON], *, sticky: bool
+) -> Any:
     """The client's `tool_result` block carrying the prepared tool message's content/marker."""
     snapshot, current = items_of(origin.internal), items_of(message)
     content = block.get("content")
-    out = dict(block)
+    out = block
     if current != snapshot:
+        out = dict(block)
         own = content if isinstance(content, list) else items_of({"content": content})
-        parts = splice(own, origin.slots, snapshot, current, fresh=block_of, ours=ours)
+        parts = splice(
+            own, origin.slots, snapshot, current, fresh=block_of, ours=ours, sticky=sticky
+        )
         plain = len(parts) == 1 and _is_plain_text(parts[0])
         if isinstance(content, str) and plain:
             out["content"] = parts[0]["text"]
         elif parts or "content" in block:
             out["content"] = parts
-    return with_marker_of(out, message, ours)
+    return with_marker_of(out, message, ours, sticky=sticky)
 
 
 def _is_plain_text(block: Any) -> bool:
@@ -238,7 +251,15 @@ def _message_of(group: list[_Piece], carrier: Carrier, owned: dict[int, int]) ->
         blocks = [block for piece in group for block in piece.blocks]
         blocks.sort(key=lambda b: not (isinstance(b, dict) and b.get("type") == "tool_result"))
     base = client_message(carrier, sources[0]) if sources else {}
+    if single and _same_objects(blocks, base.get("content")):
+        return base  # every block came back as sent (a marker of ours gave way to the client's)
     return {**base, "role": group[0].role, "content": blocks}
+
+
+def _same_objects(blocks: list[Any], content: Any) -> bool:
+    if not isinstance(content, list) or len(content) != len(blocks):
+        return False
+    return all(a is b for a, b in zip(blocks, content, strict=True))
 
 
 def _tools(chat_body: JSON, carrier: Carrier, ours: list[JSON]) -> Any:

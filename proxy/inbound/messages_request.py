@@ -33,9 +33,10 @@ and tool inputs are shared: stages never mutate, STYLE rule 3).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from proxy.inbound.messages_blocks import MARKER, part_of, tool_call_of
+from proxy.inbound.messages_blocks import MARKER, part_of, tool_call_of, without_marker
 from proxy.inbound.messages_carrier import SYSTEM, Carrier, Origin
 from proxy.types import JSON, Message
 
@@ -51,13 +52,22 @@ ROLES = ("user", "assistant")
 ATTRIBUTION_PREFIX = "x-anthropic-billing-header:"
 
 
-def messages_to_internal(body: JSON) -> tuple[JSON, Carrier]:
-    """The internal body for a Messages `body` checked by `request_problem`, and its carrier."""
+def messages_to_internal(body: JSON, *, hide_message_markers: bool = False) -> tuple[JSON, Carrier]:
+    """The internal body for a Messages `body` checked by `request_problem`, and its carrier.
+
+    `hide_message_markers`: the client's `cache_control` markers on messages (not on system
+    blocks or tools) stay out of the internal form and come back on their blocks as sent. The
+    stages then see an unmarked history: pruning, which never edits what lies before the
+    client's last marker, may act on a client that marks its newest turn on every request (as
+    Claude Code does); breakpoints of ours that would make more than four are dropped by the
+    render."""
     origins: list[Origin] = []
     system = _system_origin(body.get("system"))
     messages: list[Message] = [system.internal] if system else []
     for index, message in enumerate(body.get("messages") or ()):
         for origin in _message_origins(index, message):
+            if hide_message_markers:
+                origin = replace(origin, internal=_unmarked(origin.internal))
             origins.append(origin)
             messages.append(origin.internal)
     internal: JSON = {"model": body["model"]} if "model" in body else {}
@@ -69,7 +79,18 @@ def messages_to_internal(body: JSON) -> tuple[JSON, Carrier]:
     if tools:
         internal["tools"] = tools
         internal.update(tool_choice_of(body.get("tool_choice")))
-    return internal, Carrier(body, internal, tuple(origins), system, slots)
+    carrier = Carrier(body, internal, tuple(origins), system, slots, hide_message_markers)
+    return internal, carrier
+
+
+def _unmarked(message: Message) -> Message:
+    """`message` without `cache_control` on it, its parts or its tool calls."""
+    out: Message = without_marker(message)
+    if isinstance(out.get("content"), list):
+        out = {**out, "content": [without_marker(part) for part in out["content"]]}
+    if isinstance(out.get("tool_calls"), list):
+        out = {**out, "tool_calls": [without_marker(call) for call in out["tool_calls"]]}
+    return out
 
 
 def _system_origin(system: Any) -> Origin | None:

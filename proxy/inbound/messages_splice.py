@@ -56,13 +56,12 @@ def splice(
     *,
     fresh: Fresh,
     ours: list[JSON],
+    sticky: bool = False,
 ) -> list[Any]:
     """`blocks` (the client's) re-rendered for `current` items, where `snapshot[k]` was built
-    from `blocks[slots[k]]`; see the module docstring."""
-    return [
-        block
-        for _, block in splice_placed(blocks, slots, snapshot, current, fresh=fresh, ours=ours)
-    ]
+    from `blocks[slots[k]]`; see the module docstring. `sticky`: see `with_marker_of`."""
+    placed = splice_placed(blocks, slots, snapshot, current, fresh=fresh, ours=ours, sticky=sticky)
+    return [block for _, block in placed]
 
 
 def splice_placed(
@@ -73,6 +72,7 @@ def splice_placed(
     *,
     fresh: Fresh,
     ours: list[JSON],
+    sticky: bool = False,
 ) -> list[Placed]:
     """`splice`, each block with its place (sorted): a caller merging blocks re-rendered from
     several internal messages of one client message puts them back in the client's order."""
@@ -96,16 +96,19 @@ def splice_placed(
         if k is None:
             placed.append(((position, 0, 0), block))
         elif k in matched:
-            placed.append(((position, 0, 0), with_marker_of(block, matched[k], ours)))
+            kept = with_marker_of(block, matched[k], ours, sticky=sticky)
+            placed.append(((position, 0, 0), kept))
     placed.sort(key=lambda entry: entry[0])
     return placed
 
 
-def with_marker_of(block: Any, holder: Any, ours: list[JSON]) -> Any:
-    """`block` carrying the marker `holder` has now (the block itself when it is the same)."""
+def with_marker_of(block: Any, holder: Any, ours: list[JSON], *, sticky: bool = False) -> Any:
+    """`block` carrying the marker `holder` has now (the block itself when it is the same).
+    `sticky`: the client's markers were kept from the stages, so a block the client marked
+    keeps its marker whatever `holder` has."""
     want = holder.get(MARKER) if isinstance(holder, dict) else None
     have = block.get(MARKER) if isinstance(block, dict) else None
-    if want == have or not isinstance(block, dict):
+    if want == have or not isinstance(block, dict) or (sticky and have is not None):
         return block
     out = {k: v for k, v in block.items() if k != MARKER}
     if want is not None:

@@ -56,6 +56,14 @@ def test_any_body_no_stage_touched_comes_back_as_sent(sent: JSON) -> None:
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies())
+def test_hidden_message_markers_come_back_on_their_blocks(sent: JSON) -> None:
+    internal, carrier = messages_to_internal(sent, hide_message_markers=True)
+    assert marker_count(internal["messages"][1 if carrier.system else 0 :]) == 0
+    assert internal_to_messages(internal, carrier) == sent
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies())
 def test_copied_messages_are_still_recognised(sent: JSON) -> None:
     """A stage that copies every message (identity lost) changes nothing in the output."""
     internal, carrier = messages_to_internal(sent)

@@ -43,6 +43,7 @@ WORKSPACE = WorkspaceView(
 def prepare(
     sent: JSON,
     *,
+    hide: bool = False,
     tenant: TenantSettings | None = None,
     style: CacheStyle = "anthropic",
     state: SessionState | None = None,
@@ -50,7 +51,7 @@ def prepare(
 ) -> tuple[JSON, list[StageReport]]:
     """What the proxy would send an Anthropic upstream for `sent`."""
     tenant = tenant or TenantSettings()
-    internal, carrier = messages_to_internal(sent)
+    internal, carrier = messages_to_internal(sent, hide_message_markers=hide)
     stack = build_stack(tenant, UpstreamSettings(kind="anthropic", cache_style=style))
     turn = Turn(
         tenant=tenant.name,
@@ -184,3 +185,28 @@ def test_an_oversized_tool_result_is_persisted_and_the_request_stays_valid() -> 
     assert budgets.counters["persisted"] == 1 and len(budgets.outputs) == 1
     assert out["messages"][2]["content"][0]["content"].startswith("<persisted-output")
     assert wire_problem(out) is None
+
+
+def test_claude_codes_marker_on_its_newest_turn_keeps_pruning_off_unless_hidden() -> None:
+    sent = fixture("main_turn_thinking")["body"]  # marks its newest turn, as on every request
+    tenant = TenantSettings(prune=PruneSettings(recent_keep=1))
+    shown, reports = prepare(sent, tenant=tenant)
+    assert next(r for r in reports if r.stage == "prune").counters["pruned"] == 0
+    assert shown["messages"][2] is sent["messages"][2]
+    hidden, reports = prepare(sent, tenant=tenant, hide=True)
+    assert next(r for r in reports if r.stage == "prune").counters["pruned"] == 1
+    read = hidden["messages"][2]["content"][0]
+    assert "truncated, original" in read["content"]
+    assert hidden["messages"][4] is sent["messages"][4]  # the newest, marked turn as sent
+    assert marker_count(hidden) == 3 and wire_problem(hidden) is None  # ours fell on its own
+    assert unmarked(hidden["messages"][1]) == sent["messages"][1]
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies())
+def test_with_markers_hidden_the_clients_markers_all_come_back(sent: JSON) -> None:
+    out, _ = prepare(sent, hide=True)
+    assert unmarked(out) == unmarked(sent)
+    assert marker_count(out) >= marker_count(sent)
+    if marker_count(sent) <= 4:
+        assert marker_count(out) <= 4
