@@ -1,8 +1,9 @@
 """The `Carrier`: what a Messages request was, beside the internal body made from it (pure data).
 
-The internal body is a plain chat-completions body with nothing added: no extension keys, so
-every stage, the summarizer and an OpenAI upstream see an ordinary request. Everything the chat
-form cannot hold (thinking signatures, citations, server-tool blocks, unknown blocks and keys,
+The internal body is a plain chat-completions body: no keys of its own (only the client's
+`cache_control` markers, where a chat client may send them too), so every stage, the summarizer
+and an OpenAI upstream (`proxy.inbound.chat_request`) see an ordinary request. Everything the
+chat form cannot hold (thinking signatures, citations, server-tool blocks, unknown blocks and keys,
 the client's exact bytes) stays here, in a side table the render reads:
 
     Carrier.body      the client's Messages body, as sent (never mutated)

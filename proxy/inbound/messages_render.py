@@ -6,7 +6,8 @@ re-rendered:
 
     system      unchanged: as sent (string or blocks). Changed (bootstrap): text blocks in the
                 order the cache stage laid out — static part (with its marker), the client's
-                own blocks as sent (markers kept), dynamic part
+                own blocks as sent (markers kept), dynamic part — after Claude Code's
+                attribution line, which stays first
     messages    each prepared message is paired with the client message it stands for
                 (`proxy.inbound.messages_splice`); a client message whose internal messages all
                 came through untouched is emitted as is; a changed one is re-rendered item by
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from proxy.content import MAX_BREAKPOINTS, find_cache_markers
+from proxy.content import MAX_BREAKPOINTS
 from proxy.inbound.messages_blocks import MARKER, block_of, tool_use_of
 from proxy.inbound.messages_carrier import Carrier, Origin, client_blocks, client_message
 from proxy.inbound.messages_request import PARAMETERS
@@ -316,8 +317,24 @@ def _cap_markers(out: JSON, ours: list[JSON]) -> None:
     Only blocks made here are touched (`ours` holds nothing shared with the client's body)."""
     if not ours:
         return  # every marker is the client's: passed through as sent
-    total = len(find_cache_markers(out))
+    total = _marker_count(out)
     while total > MAX_BREAKPOINTS and ours:
         block = ours.pop()
         if block.pop(MARKER, None) is not None:
             total -= 1
+
+
+def _marker_count(out: JSON) -> int:
+    """Markers where the API takes them: the body, tools, system blocks, message blocks and
+    the blocks inside a tool result (a walk of those lists only, not of every value)."""
+    blocks: list[Any] = [out, *_listed(out.get("tools")), *_listed(out.get("system"))]
+    for message in _listed(out.get("messages")):
+        for block in _listed(message.get("content") if isinstance(message, dict) else None):
+            blocks.append(block)
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                blocks += _listed(block.get("content"))
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get(MARKER) is not None)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
