@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
 
 from proxy.inbound.chat_request import chat_request, estimate_input_tokens
 from proxy.inbound.messages_request import messages_to_internal
 from tests.inbound.builders import chat_problem, fixture, marker_count
+from tests.inbound.strategies import bodies
 
 MARK = {"type": "ephemeral"}
 
@@ -85,3 +89,42 @@ def test_the_estimate_is_a_quarter_of_the_characters() -> None:
         estimate_input_tokens(body)
         == len('{"messages":[{"role":"user","content":""}]}' + "x" * 400) // 4
     )
+
+
+def blocks_of(sent: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every block of the messages, and those inside tool results."""
+    found: list[dict[str, Any]] = []
+    for message in sent["messages"]:
+        content = message["content"]
+        for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+            found.append(block)
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                found += block["content"]
+    return found
+
+
+def texts_of(request: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    for message in request["messages"]:
+        content = message.get("content")
+        if isinstance(content, str):
+            found.append(content)
+        elif isinstance(content, list):
+            found += [p["text"] for p in content if p.get("type") == "text"]
+    return found
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies())
+def test_translated_requests_keep_every_text_tool_call_and_result(sent: dict[str, Any]) -> None:
+    internal, _ = messages_to_internal(sent)
+    request = chat_request(internal)
+    blocks = blocks_of(sent)
+    calls = [c for m in request["messages"] for c in m.get("tool_calls") or ()]
+    assert [c["id"] for c in calls] == [b["id"] for b in blocks if b["type"] == "tool_use"]
+    results = [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool"]
+    assert results == [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+    texts = "\n".join(texts_of(request))
+    assert all(b["text"] in texts for b in blocks if b["type"] == "text")
+    shape = {k: request[k] for k in ("messages", "tools") if k in request}  # params: as sent
+    assert chat_problem({**shape, "model": "m"}) is None
