@@ -10,6 +10,9 @@ them:
     messages_blocks    one Anthropic block ⇄ one chat content part or tool call
     messages_carrier   the `Carrier`: where each internal message came from
     messages_render    the prepared internal body + carrier → the Messages body (Anthropic upstream)
+    messages_turns     … its `messages`: untouched turns as sent, changed ones re-rendered
+    messages_splice    … pairing prepared messages with client ones; re-rendering one around
+                       the blocks it carries
     chat_request       the prepared internal body → an OpenAI upstream's request
     messages_response  an OpenAI upstream's JSON answer → a Messages answer
     messages_stream    an OpenAI upstream's SSE → the Messages event stream, incrementally
