@@ -14,6 +14,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import aiohttp
+from yarl import URL
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 
@@ -40,7 +41,7 @@ class UpstreamIdle(Exception):
 async def open_response(
     session: aiohttp.ClientSession,
     method: str,
-    url: str,
+    url: str | URL,
     *,
     headers: Mapping[str, str],
     data: bytes | AsyncIterable[bytes] | None,
@@ -73,7 +74,7 @@ async def open_response(
 async def _request(
     session: aiohttp.ClientSession,
     method: str,
-    url: str,
+    url: str | URL,
     headers: Mapping[str, str],
     data: bytes | AsyncIterable[bytes] | None,
     bounds: aiohttp.ClientTimeout,

@@ -79,3 +79,29 @@ class RawUpstream:
         await writer.drain()
         self.answered += 1
         await reader.readuntil(b"\r\n\r\n")  # the next request: drop it unanswered
+
+
+class RecordingUpstream(RawUpstream):
+    """Answers every request with `200 {}` and records its request line and headers exactly as
+    they arrived (no server-side parsing or normalising of the target)."""
+
+    def __init__(self) -> None:
+        super().__init__("record")
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        """(method, request target as sent, headers with lower-case names)"""
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line, *fields = head.decode("latin-1").split("\r\n")
+            method, target, _ = line.split(" ", 2)
+            headers = {}
+            for field in filter(None, fields):
+                name, _, value = field.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            self.requests.append((method, target, headers))
+            await reader.readexactly(int(headers.get("content-length", "0")))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            )
+            await writer.drain()
