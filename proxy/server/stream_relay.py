@@ -2,15 +2,22 @@
 
 Stream bytes are copied as they arrive; a pure SSE decoder watches them so that only complete
 events are forwarded (partial bytes never), usage is picked out, and the usage chunk the proxy
-asked for on the client's behalf is dropped. A stream the upstream cuts or leaves idle ends with
-an in-band `data: {"error": ...}` event, never a silent clean end. So does a stream still running
-`drain_timeout_s` after shutdown began (`Lifecycle.drain`): it is stopped while its client can
-still be told.
+asked for on the client's behalf is dropped. How a stream ends:
+
+    `[DONE]` relayed          complete: the client's body ends at once, and the upstream's end
+                              is awaited (up to `AFTER_DONE_S`) only so its connection is reused
+    client leaves after       complete as well (the openai SDK closes on `[DONE]`): recorded,
+    `[DONE]` or the usage     its usage counted
+    chunk
+    upstream cut or idle      an in-band `data: {"error": ...}` event, never a silent clean end
+    shutdown                  a stream still running `drain_timeout_s` after shutdown began
+                              (`Lifecycle.drain`) is stopped while its client can still be told
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -24,12 +31,16 @@ from proxy.errors import error_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
 from proxy.server.relay import Relayed, with_ours
-from proxy.sse import SSEDecoder
+from proxy.sse import SSEDecoder, SSEvent
 from proxy.usage import Usage, is_usage_only_chunk, usage_from
 
 log = logging.getLogger("proxy.server.relay")  # the name it logged under before the split
 
 CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
+AFTER_DONE_S = 1.0
+"""How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
+MARKERS = (b'"usage"', b"[DONE]")
+"""Bytes that send an event through the decoder rather than the plain-copy path."""
 
 
 async def relay_stream(
@@ -54,8 +65,25 @@ async def relay_stream(
     lifecycle = request[SCOPE].services.lifecycle
     task = lifecycle.stream_started()
     try:
-        await copier.copy(reply.stream)
+        return response, await _relay_events(request, copier, reply.stream)
+    finally:
+        lifecycle.stream_ended(task)
+
+
+async def _relay_events(
+    request: web.Request, copier: _Copier, stream: AsyncIterator[bytes]
+) -> Relayed:
+    response = copier.response
+    try:
+        await copier.copy(stream)
+        if copier.done:
+            await response.write_eof()
+            await _drain(stream)
+            return copier.relayed(completed=True)
     except asyncio.CancelledError:
+        if copier.complete:  # the client has the whole answer: whoever cancelled, it is done
+            _uncancel()
+            return copier.relayed(completed=True)
         # Shutdown past the drain timeout (or a client that left): tell a client still there.
         await _write_error(response, None, reason="the proxy is shutting down")
         raise
@@ -64,30 +92,38 @@ async def relay_stream(
             raise  # the client went away: nothing to tell it
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
-        return response, copier.relayed(completed=False, error=type(exc).__name__)
-    finally:
-        lifecycle.stream_ended(task)
+        return copier.relayed(completed=False, error=type(exc).__name__)
     if copier.decoder.pending:
         await _write_error(response, None)
-        return response, copier.relayed(completed=False, error="cut")
+        return copier.relayed(completed=False, error="cut")
     if copier.decoder.tail:
         await response.write(copier.decoder.tail)
     await response.write_eof()
-    return response, copier.relayed(completed=True)
+    return copier.relayed(completed=True)
 
 
 class _Copier:
-    """Forwards whole events as they complete, picking out usage on the way."""
+    """Forwards whole events as they complete, picking out usage on the way; stops once it has
+    relayed `[DONE]`."""
 
     def __init__(
         self, response: web.StreamResponse, *, drop_usage_chunk: bool, started: float
     ) -> None:
         self.decoder = SSEDecoder()
-        self._response = response
+        self.response = response
+        self.done = False
+        """`[DONE]` was relayed."""
+        self.usage_final = False
+        """The usage-only chunk that ends an answer was seen (relayed, or dropped as ours)."""
         self._drop_usage_chunk = drop_usage_chunk
         self._started = started
         self._usage: Usage | None = None
         self._first_byte: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        """The client has had the whole answer."""
+        return self.done or self.usage_final
 
     async def copy(self, stream: AsyncIterator[bytes]) -> None:
         async for chunk in stream:
@@ -95,29 +131,65 @@ class _Copier:
             plain = self._plain_events(chunk)
             out = bytearray(chunk[:plain])
             for event in self.decoder.feed(chunk[plain:] if plain else chunk):
-                if b'"usage"' in event.raw and event.data.startswith("{"):
-                    payload = _json(event.data)
-                    self._usage = usage_from(payload) or self._usage
-                    if self._drop_usage_chunk and is_usage_only_chunk(payload):
-                        continue
-                out += event.raw
+                if self._keeps(event):
+                    out += event.raw
+                if self.done:
+                    break
             if out:
-                await self._response.write(bytes(out))
+                await self.response.write(bytes(out))
+            if self.done:
+                return
+
+    def _keeps(self, event: SSEvent) -> bool:
+        """Notes what `event` tells (usage, the end); False for the usage chunk to drop."""
+        data = event.data
+        if data.startswith("[DONE]"):
+            self.done = True
+            return True
+        if b'"usage"' not in event.raw or not data.startswith("{"):
+            return True
+        payload = _json(data)
+        self._usage = usage_from(payload) or self._usage
+        if not is_usage_only_chunk(payload):
+            return True
+        self.usage_final = True
+        return not self._drop_usage_chunk
 
     def _plain_events(self, chunk: bytes) -> int:
-        """How many leading bytes of `chunk` are whole events with no usage in them, which go
+        """How many leading bytes of `chunk` are whole events with no marker in them, which go
         out as they came without being decoded (with `\n` line ends and nothing held back, an
         event ends at each blank line)."""
         if not self.decoder.idle or b"\r" in chunk:
             return 0
-        usage_at = chunk.find(b'"usage"')
-        end = chunk.rfind(b"\n\n", 0, len(chunk) if usage_at < 0 else usage_at)
+        stop = len(chunk)
+        for marker in MARKERS:
+            at = chunk.find(marker, 0, stop)
+            if at >= 0:
+                stop = at
+        end = chunk.rfind(b"\n\n", 0, stop)
         return end + 2 if end >= 0 else 0
 
     def relayed(self, *, completed: bool, error: str = "") -> Relayed:
         """Usage counts only for an answer that completed."""
         usage = self._usage if completed else None
         return Relayed(usage, completed=completed, first_byte_s=self._first_byte, error=error)
+
+
+async def _drain(stream: AsyncIterator[bytes]) -> None:
+    """Reads what the upstream still sends after `[DONE]` (its end of body, normally), for at
+    most `AFTER_DONE_S`; a failure here changes nothing for the client."""
+    with contextlib.suppress(*CUT_ERRORS):
+        async with asyncio.timeout(AFTER_DONE_S):
+            async for _ in stream:
+                pass
+
+
+def _uncancel() -> None:
+    """Withdraw the cancellation being handled (aiohttp cancels a handler whose client left),
+    so the handler can finish: record the request and count it."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 async def _write_error(

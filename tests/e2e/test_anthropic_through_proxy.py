@@ -157,3 +157,24 @@ async def test_anthropic_version_and_beta_headers_from_the_client_pass_through(
     assert sent["anthropic-beta"] == "context-1m-2025-08-07"
     assert sent["anthropic-version"] == "2023-06-01"
     assert sent["x-api-key"] == "sk-ant-upstream"
+
+
+@pytest.mark.parametrize("end_delay_s", [0.0, 0.5])
+async def test_a_stream_after_message_stop_is_recorded_with_its_usage(
+    make_anthropic_proxy: MakeAnthropicProxy, end_delay_s: float
+) -> None:
+    proxy = await make_anthropic_proxy()
+    usage = {"input_tokens": 4321, "output_tokens": 5}
+    proxy.fake.script(text("Done.", usage=usage, end_delay_s=end_delay_s))
+    async with proxy.client() as client:
+        stream = await client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "go"}],
+            stream=True,
+            extra_headers={"X-Ctx-Session": "after-stop"},
+        )
+        chunks = [chunk async for chunk in stream]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    await settled(proxy.app)
+    detail = await proxy.app[ENGINE].store.session_detail("default", "after-stop")
+    assert detail is not None and detail["state"]["last_prompt_tokens"] == "4321"

@@ -36,6 +36,8 @@ class Reply:
     """Stream: drop the connection after this many content chunks (mid-event if `half`)."""
     half_event: bool = False
     usage_choices_null: bool = False
+    end_delay_s: float = 0.0
+    """Stream: the end of the body comes this long after `data: [DONE]`."""
 
 
 @dataclass
@@ -139,6 +141,7 @@ class FakeOpenAI:
             }
             await response.write(b"data: " + orjson.dumps(usage_chunk) + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
+        await asyncio.sleep(reply.end_delay_s)
         await response.write_eof()
         return response
 
