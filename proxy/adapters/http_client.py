@@ -38,6 +38,10 @@ class UpstreamIdle(Exception):
     """The upstream was silent longer than the idle bound in the middle of a body."""
 
 
+CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
+"""What reading a body that has started (`iter_body`) raises when the upstream fails."""
+
+
 async def open_response(
     session: aiohttp.ClientSession,
     method: str,

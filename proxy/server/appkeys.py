@@ -96,6 +96,8 @@ class RequestScope:
     caller: Caller | None = None
     session: str | None = None
     """The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
+    client_left: bool = False
+    """The client went away before its answer was complete: counted as 499."""
 
 
 SETTINGS = web.AppKey("settings", Settings)

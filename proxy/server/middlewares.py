@@ -14,6 +14,7 @@ from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.appkeys import SCOPE, RequestScope, Services
 from proxy.server.metrics import count_request
+from proxy.server.relay import CLIENT_WRITE_ERRORS, ClientGone
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def error_boundary(services: Services) -> Middleware:
         status = 499  # unless an answer comes back: the client went away
         try:
             response = await _answer(request, handler)
-            status = response.status
+            status = 499 if scope.client_left else response.status
         except web.HTTPException as exc:  # a redirect, passed on
             status = exc.status
             raise
@@ -86,7 +87,13 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
             raise
         code = "not_found" if exc.status == 404 else None
         return _error(exc.status, error_body(exc.reason, "invalid_request_error", code=code))
-    except Exception:
+    except Exception as exc:
+        if isinstance(exc, ClientGone) or (
+            isinstance(exc, CLIENT_WRITE_ERRORS) and request.transport is None
+        ):  # a client that went away is no error of ours: nothing can reach it now
+            log.debug("%s %s: the client went away", request.method, request.path)
+            request[SCOPE].client_left = True
+            return web.Response(status=499)
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _error(500, error_body("Internal proxy error.", "server_error"))
 

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import AsyncIterator
 from urllib.parse import unquote
 
 from aiohttp import web
 from yarl import URL
 
-from proxy.adapters.http_client import Timeouts, iter_body, open_response
+from proxy.adapters.http_client import CUT_ERRORS, Timeouts, iter_body, open_response
 from proxy.adapters.http_headers import client_response_headers, upstream_request_headers
 from proxy.errors import BadRequest
-from proxy.server.appkeys import HTTP, SETTINGS, caller_of
+from proxy.server.appkeys import HTTP, SCOPE, SETTINGS, caller_of
+from proxy.server.relay import ClientGone, start_client_response, write_to_client
 from proxy.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
@@ -98,14 +100,30 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         timeouts=timeouts,
         decompress=False,
     )
+    response = web.StreamResponse(
+        status=reply.status, headers=client_response_headers(reply.headers, decoded_body=False)
+    )
     try:
-        response = web.StreamResponse(
-            status=reply.status, headers=client_response_headers(reply.headers, decoded_body=False)
-        )
-        await response.prepare(request)
-        async for chunk in iter_body(reply, idle_s=timeouts.idle_s):
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        await _relay_body(request, response, iter_body(reply, idle_s=timeouts.idle_s))
     finally:
         reply.close()
+    return response
+
+
+async def _relay_body(
+    request: web.Request, response: web.StreamResponse, body: AsyncIterator[bytes]
+) -> None:
+    """The upstream's body to the client as it arrives. A client that leaves is a 499; an
+    upstream that fails mid-body is logged, and the client's connection is closed before the
+    body's end so that it cannot take the part it got for the whole."""
+    try:
+        await start_client_response(response, request)
+        async for chunk in body:
+            await write_to_client(response, chunk)
+        await write_to_client(response, end=True)
+    except ClientGone:
+        request[SCOPE].client_left = True
+    except CUT_ERRORS as exc:  # a read from the upstream: writes fail as ClientGone
+        log.warning("pass-through upstream body cut: %s", type(exc).__name__)
+        if request.transport is not None:
+            request.transport.close()

@@ -9,6 +9,8 @@ asked for on the client's behalf is dropped. How a stream ends:
     client leaves after       complete as well (the openai SDK closes on `[DONE]`): recorded,
     `[DONE]` or the usage     its usage counted
     chunk
+    client leaves before      499, recorded without usage; a failed write to the client is
+                              never taken for an upstream cut, nor logged as an error
     upstream cut or idle      an in-band `data: {"error": ...}` event, never a silent clean end
     shutdown                  a stream still running `drain_timeout_s` after shutdown began
                               (`Lifecycle.drain`) is stopped while its client can still be told
@@ -26,17 +28,22 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.adapters.http_client import UpstreamIdle
+from proxy.adapters.http_client import CUT_ERRORS, UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
-from proxy.server.relay import Relayed, with_ours
+from proxy.server.relay import (
+    ClientGone,
+    Relayed,
+    start_client_response,
+    with_ours,
+    write_to_client,
+)
 from proxy.sse import SSEDecoder, SSEvent
 from proxy.usage import Usage, is_usage_only_chunk, usage_from
 
 log = logging.getLogger("proxy.server.relay")  # the name it logged under before the split
 
-CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
 AFTER_DONE_S = 1.0
 """How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
 MARKERS = (b'"usage"', b"[DONE]")
@@ -60,7 +67,6 @@ async def relay_stream(
         response = web.StreamResponse(
             status=reply.status, headers=with_ours(reply.headers, headers)
         )
-        await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
     lifecycle = request[SCOPE].services.lifecycle
     task = lifecycle.stream_started()
@@ -75,31 +81,39 @@ async def _relay_events(
 ) -> Relayed:
     response = copier.response
     try:
+        await start_client_response(response, request)
         await copier.copy(stream)
         if copier.done:
-            await response.write_eof()
+            await write_to_client(response, end=True)
             await _drain(stream)
             return copier.relayed(completed=True)
-    except asyncio.CancelledError:
-        if copier.complete:  # the client has the whole answer: whoever cancelled, it is done
-            _uncancel()
+        if not copier.decoder.pending:
+            await write_to_client(response, copier.decoder.tail, end=True)
             return copier.relayed(completed=True)
-        # Shutdown past the drain timeout (or a client that left): tell a client still there.
+    except ClientGone:
+        return _client_left(request, copier)
+    except asyncio.CancelledError:
+        if copier.complete or request.transport is None:  # a client gone (or done with us)
+            _uncancel()
+            return _client_left(request, copier)
+        # Shutdown past the drain timeout: tell the client, which is still there.
         await _write_error(response, None, reason="the proxy is shutting down")
         raise
-    except CUT_ERRORS as exc:
-        if isinstance(exc, ConnectionResetError) and request.transport is None:
-            raise  # the client went away: nothing to tell it
+    except CUT_ERRORS as exc:  # only reads from the upstream raise these: writes are ClientGone
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
         return copier.relayed(completed=False, error=type(exc).__name__)
-    if copier.decoder.pending:
-        await _write_error(response, None)
-        return copier.relayed(completed=False, error="cut")
-    if copier.decoder.tail:
-        await response.write(copier.decoder.tail)
-    await response.write_eof()
-    return copier.relayed(completed=True)
+    await _write_error(response, None)
+    return copier.relayed(completed=False, error="cut")
+
+
+def _client_left(request: web.Request, copier: _Copier) -> Relayed:
+    """What the relay saw of a client that went away: complete if it had the whole answer,
+    else a 499 recorded without usage."""
+    if copier.complete:
+        return copier.relayed(completed=True)
+    request[SCOPE].client_left = True
+    return copier.relayed(completed=False)
 
 
 class _Copier:
@@ -136,7 +150,7 @@ class _Copier:
                 if self.done:
                     break
             if out:
-                await self.response.write(bytes(out))
+                await write_to_client(self.response, bytes(out))
             if self.done:
                 return
 
