@@ -11,7 +11,10 @@ asked for on the client's behalf is dropped. How a stream ends:
     chunk
     client leaves before      499, recorded without usage; a failed write to the client is
                               never taken for an upstream cut, nor logged as an error
-    upstream cut or idle      an in-band `data: {"error": ...}` event, never a silent clean end
+    upstream error event      relayed as it came, then the end; not complete
+    upstream cut or idle, or  an in-band `data: {"error": ...}` event, never a silent clean end
+    its body ends (cleanly)   (a chat stream is complete only with `[DONE]`)
+    before `[DONE]`
     shutdown                  a stream still running `drain_timeout_s` after shutdown began
                               (`Lifecycle.drain`) is stopped while its client can still be told
 """
@@ -46,7 +49,7 @@ log = logging.getLogger("proxy.server.relay")  # the name it logged under before
 
 AFTER_DONE_S = 1.0
 """How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
-MARKERS = (b'"usage"', b"[DONE]")
+MARKERS = (b'"usage"', b'"error"', b"[DONE]")
 """Bytes that send an event through the decoder rather than the plain-copy path."""
 
 
@@ -87,9 +90,9 @@ async def _relay_events(
             await write_to_client(response, end=True)
             await _drain(stream)
             return copier.relayed(completed=True)
-        if not copier.decoder.pending:
+        if copier.failed and not copier.decoder.pending:  # the upstream told the client
             await write_to_client(response, copier.decoder.tail, end=True)
-            return copier.relayed(completed=True)
+            return copier.relayed(completed=False, error="upstream_error")
     except ClientGone:
         return _client_left(request, copier)
     except asyncio.CancelledError:
@@ -103,8 +106,11 @@ async def _relay_events(
         log.warning("upstream stream cut: %s", type(exc).__name__)
         await _write_error(response, exc)
         return copier.relayed(completed=False, error=type(exc).__name__)
-    await _write_error(response, None)
-    return copier.relayed(completed=False, error="cut")
+    cut = bool(copier.decoder.pending)  # in the middle of an event, or between two
+    reason = "upstream stream cut" if cut else "upstream stream ended"
+    log.warning("%s before [DONE]", reason)
+    await _write_error(response, None, reason=reason)
+    return copier.relayed(completed=False, error="cut" if cut else "ended")
 
 
 def _client_left(request: web.Request, copier: _Copier) -> Relayed:
@@ -129,6 +135,8 @@ class _Copier:
         """`[DONE]` was relayed."""
         self.usage_final = False
         """The usage-only chunk that ends an answer was seen (relayed, or dropped as ours)."""
+        self.failed = False
+        """An error event of the upstream's own was relayed."""
         self._drop_usage_chunk = drop_usage_chunk
         self._started = started
         self._usage: Usage | None = None
@@ -155,14 +163,19 @@ class _Copier:
                 return
 
     def _keeps(self, event: SSEvent) -> bool:
-        """Notes what `event` tells (usage, the end); False for the usage chunk to drop."""
+        """Notes what `event` tells (usage, an error, the end); False for the usage chunk to
+        drop."""
         data = event.data
         if data.startswith("[DONE]"):
             self.done = True
             return True
-        if b'"usage"' not in event.raw or not data.startswith("{"):
+        raw = event.raw
+        if not data.startswith("{") or (b'"usage"' not in raw and b'"error"' not in raw):
             return True
         payload = _json(data)
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            self.failed = True
+            return True
         self._usage = usage_from(payload) or self._usage
         if not is_usage_only_chunk(payload):
             return True
