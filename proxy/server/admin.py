@@ -40,9 +40,12 @@ async def get_output(request: web.Request) -> web.Response:
 
 
 async def list_sessions(request: web.Request) -> web.Response:
+    """The caller's tenant's sessions; an admin key's with `?tenant=NAME` one tenant's, with
+    `?all=1` every tenant's (`?tenant=` wins)."""
     caller = caller_of(request)
     limit = _limit(request.query.get("limit"))
-    tenant = None if caller.admin and request.query.get("all") else caller.tenant
+    everyone = caller.admin and bool(request.query.get("all")) and not request.query.get("tenant")
+    tenant = None if everyone else _tenant_for(request, caller)
     rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
     return web.json_response({"sessions": rows})
 
@@ -70,9 +73,18 @@ def _limit(asked: str | None) -> int:
 
 
 def _tenant_for(request: web.Request, caller: Caller) -> str:
-    """Admins may name another tenant with `?tenant=`; everyone else sees their own."""
+    """Admins may name another tenant with `?tenant=`; everyone else sees their own. An admin
+    key that belongs to no tenant must name one (`BadRequest`)."""
     asked = request.query.get("tenant")
-    return asked if asked and caller.admin else caller.tenant
+    if asked and caller.admin:
+        return asked
+    if not caller.tenant:
+        raise BadRequest(
+            "This admin key belongs to no tenant: name one with ?tenant=NAME "
+            "(or list every tenant's sessions with ?all=1).",
+            param="tenant",
+        )
+    return caller.tenant
 
 
 async def _store_call(call: Awaitable[T]) -> T:
