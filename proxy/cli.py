@@ -69,11 +69,10 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from aiohttp import web
-
     from proxy.config import load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
+    from proxy.server.parser_errors import run_app
 
     configure_logging(args.log_level)
     settings = load_settings(args.config, environ=os.environ)
@@ -87,14 +86,11 @@ def run_serve(args: argparse.Namespace) -> int:
         settings.store.url.split("@")[-1],
         settings.source,
     )
-    web.run_app(
+    run_app(
         create_app(settings),
         host=server.host,
         port=server.port,
-        print=None,
         shutdown_timeout=server.drain_timeout_s,
-        handler_cancellation=True,
-        access_log=None,
     )
     return 0
 

@@ -9,11 +9,13 @@ import secrets
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from aiohttp.web_protocol import RequestPayloadError
 
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.appkeys import SCOPE, RequestScope, Services
 from proxy.server.metrics import count_request
+from proxy.server.parser_errors import client_fault, reason_of
 from proxy.server.relay import CLIENT_WRITE_ERRORS, ClientGone
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,13 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     except CtxProxyError as exc:
         log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc.error_type)
         return _error(exc.status, exc.to_body())
+    except RequestPayloadError as exc:  # a body aiohttp could not decode (or a cut one)
+        fault = client_fault(exc)
+        reason = reason_of(fault) if fault is not None else "the body ended early"
+        log.warning("%s %s -> 400 unreadable body: %s", request.method, request.path,
+                    type(fault or exc).__name__)  # fmt: skip
+        body = error_body(f"The request body could not be read: {reason}.", "invalid_request_error")
+        return _error(400, body)
     except web.HTTPRequestEntityTooLarge:
         exc2 = BodyTooLarge("Request body is larger than the proxy's max_body_bytes.")
         return _error(413, exc2.to_body())
