@@ -46,6 +46,8 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    raw: bytes = b""
+    """The body's bytes as they arrived (a chat request's)."""
 
 
 class FakeOpenAI:
@@ -73,8 +75,9 @@ class FakeOpenAI:
         return app
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
-        received = Received(request.path, dict(request.headers), body, time.monotonic())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        received = Received(request.path, dict(request.headers), body, time.monotonic(), raw)
         self.received.append(received)
         if _is_summary_call(body):
             self.summary_requests.append(received)
