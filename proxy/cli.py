@@ -1,16 +1,31 @@
-"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, demo."""
+"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, demo.
+
+Every mistake on the command line or in the config is one line on stderr and exit status 2:
+a usage error names the flag, a config error the file and the key, a socket that cannot be
+bound the address and the settings that choose it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import errno
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn, cast
 
-from proxy.config import cli_log_level
+from proxy import __version__
 from proxy.errors import ConfigError
+from proxy.logs import LOG_LEVELS
+from proxy.settings import Settings
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (the full usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,13 +43,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxproxy", description=__doc__)
-    commands = parser.add_subparsers(dest="command")
+    parser = Parser(prog="ctxproxy", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"ctxproxy {__version__}")
+    # Subcommands are `Parser`s too (argparse makes them of the parent's class).
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command"),
+    )
     serve = commands.add_parser("serve", help="run the proxy")
     _config_option(serve)
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--log-level", default=cli_log_level(os.environ))
+    serve.add_argument("--host", help="address to listen on (default: [server] host, 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=port_number, help="port to listen on (default: [server] port, 8787)"
+    )
+    serve.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help=f"{', '.join(LOG_LEVELS)}: INFO logs one line per request, WARNING only "
+        "problems (default: $CTXPROXY_LOG_LEVEL, else INFO)",
+    )
     serve.set_defaults(run=run_serve)
     keys = commands.add_parser("keys", help="make or hash proxy keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
@@ -46,11 +75,24 @@ def build_parser() -> argparse.ArgumentParser:
     hash_cmd.set_defaults(run=run_keys_hash)
     preview = commands.add_parser("bootstrap", help="print a tenant's assembled system content")
     _config_option(preview)
-    preview.add_argument("--tenant", default="default")
-    preview.add_argument("--session", default="preview")
+    preview.add_argument("--tenant", default="default", help="the tenant (default: default)")
+    preview.add_argument(
+        "--session", default="preview", help="the session whose layer to add (default: preview)"
+    )
     preview.set_defaults(run=run_bootstrap)
     add_extra_commands(commands)
     return parser
+
+
+def port_number(text: str) -> int:
+    """`--port`: an integer from 0 to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to 65535, not {text!r}")
+    return port
 
 
 def add_extra_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,36 +105,68 @@ def add_extra_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML config (default: $CTXPROXY_CONFIG)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="TOML config (default: $CTXPROXY_CONFIG, else built-in defaults)",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
     from dataclasses import replace
 
-    from proxy.config import load_settings
+    from proxy.config import cli_log_level, load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
-    from proxy.server.parser_errors import run_app
+    from proxy.server.runner import serve
 
-    configure_logging(args.log_level)
+    level = args.log_level or cli_log_level(os.environ)
     settings = load_settings(args.config, environ=os.environ)
-    server = settings.server
-    server = replace(server, host=args.host or server.host, port=args.port or server.port)
+    configure_logging(level)
+    server = replace(
+        settings.server,
+        host=args.host or settings.server.host,
+        port=settings.server.port if args.port is None else args.port,
+    )
     settings = replace(settings, server=server)
-    logging.getLogger("proxy").info(
-        "ctxproxy serving on http://%s:%d (store %s, config %s)",
-        server.host,
-        server.port,
-        settings.store.url.split("@")[-1],
-        settings.source,
-    )
-    run_app(
-        create_app(settings),
-        host=server.host,
-        port=server.port,
-        shutdown_timeout=server.drain_timeout_s,
-    )
+    store = settings.store.url.split("@")[-1]
+
+    def serving(url: str) -> None:
+        logging.getLogger("proxy").info(
+            "ctxproxy serving on %s (store %s, config %s)", url, store, settings.source
+        )
+
+    try:
+        asyncio.run(
+            serve(
+                create_app(settings),
+                host=server.host,
+                port=server.port,
+                drain_s=server.drain_timeout_s,
+                on_serving=serving,
+            )
+        )
+    except OSError as exc:
+        print(f"ctxproxy: {listen_error(exc, settings)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # a second Ctrl-C during the drain
+        print("ctxproxy: stopped without finishing the drain", file=sys.stderr)
+        return 130
     return 0
+
+
+def listen_error(exc: OSError, settings: Settings) -> str:
+    """One line: the address, why it cannot be listened on, and which settings choose it."""
+    name = "port" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else "host"
+    where = f"--{name}, CTXPROXY_{name.upper()} or [server] {name}"
+    if settings.source != "<defaults>":
+        where += f" in {settings.source}"
+    # asyncio words a bind error at length; the errno's own text is what the user needs
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+    server = settings.server
+    return f"cannot listen on {server.host}:{server.port}: {reason} (see {where})"
 
 
 def run_keys_new(args: argparse.Namespace) -> int:

@@ -55,14 +55,17 @@ async def watch_frames(
     limit: int,
     interval_s: float,
     clock: Callable[[], float] = time.time,
+    width: int | None = None,
 ) -> AsyncIterator[Table]:
-    """A table now, then one after every batch of new events (or every `interval_s`)."""
+    """A table now, then one after every batch of new events (or every `interval_s`), each
+    within `width` columns."""
     last_events: dict[SessionKey, Event] = {}
     last_id, found = await source.events("", interval_s)
     while True:
         remember(last_events, found)
         rows = await source.sessions(limit)
-        yield sessions_table(rows, last_events=last_events, now=clock(), title=_title(clock()))
+        now = clock()
+        yield sessions_table(rows, last_events=last_events, now=now, title=_title(now), width=width)
         last_id, found = await source.events(last_id, interval_s)
 
 
@@ -74,7 +77,8 @@ async def run_list(source: SessionSource, console: Console, *, limit: int) -> in
     last_events: dict[SessionKey, Event] = {}
     remember(last_events, (await source.events("", 0))[1])
     rows = await source.sessions(limit)
-    console.print(sessions_table(rows, last_events=last_events, now=time.time()))
+    table = sessions_table(rows, last_events=last_events, now=time.time(), width=console.width)
+    console.print(table)
     return 0
 
 
@@ -92,7 +96,7 @@ async def run_show(
 async def run_watch(
     source: SessionSource, console: Console, *, limit: int, interval_s: float
 ) -> int:
-    frames = watch_frames(source, limit=limit, interval_s=interval_s)
+    frames = watch_frames(source, limit=limit, interval_s=interval_s, width=console.width)
     if not console.is_terminal:  # a pipe or a log: one table after another
         async for frame in frames:
             console.print(frame)
@@ -148,12 +152,14 @@ def add_sessions_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     where.add_argument("--url", help="a running proxy, e.g. http://127.0.0.1:8787")
     where.add_argument("--key", help="bearer token for --url (default: $CTXPROXY_KEY)")
     where.add_argument("--config", type=Path, help="config whose store or server to use")
-    where.add_argument("--limit", type=int, default=50)
+    where.add_argument(
+        "--limit", type=int, default=50, help="at most this many sessions, latest first (50)"
+    )
     sessions = commands.add_parser("sessions", help="see sessions: list, show ID, watch")
     sub = sessions.add_subparsers(dest="sessions_command", required=True)
     sub.add_parser("list", parents=[where], help="a table of recent sessions")
     show = sub.add_parser("show", parents=[where], help="one session: state, summaries, archive")
-    show.add_argument("id")
+    show.add_argument("id", help="the session id (as in the list)")
     show.add_argument("--tenant", help="the session's tenant (default: found by id)")
     watch = sub.add_parser("watch", parents=[where], help="a live table, refreshed by events")
     watch.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")

@@ -16,6 +16,7 @@ from typing import Any
 
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
+from proxy.logs import LOG_LEVELS
 from proxy.settings import (
     ServerSettings,
     Settings,
@@ -43,8 +44,24 @@ def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
 
 
 def cli_log_level(environ: Mapping[str, str]) -> str:
-    """`ctxproxy serve`'s default `--log-level`: `CTXPROXY_LOG_LEVEL`, else INFO."""
-    return environ.get("CTXPROXY_LOG_LEVEL", "INFO")
+    """`ctxproxy serve`'s default `--log-level`: `CTXPROXY_LOG_LEVEL` (any case), else INFO."""
+    level = environ.get("CTXPROXY_LOG_LEVEL", "INFO").upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(
+            f"must be one of {', '.join(LOG_LEVELS)}",
+            key="CTXPROXY_LOG_LEVEL",
+            file="<environment>",
+        )
+    return level
+
+
+def demo_dir(environ: Mapping[str, str]) -> Path:
+    """`ctxproxy demo`'s folder without `--workdir`, kept between runs:
+    `$XDG_CACHE_HOME/ctxproxy/demo`, else `~/.cache/ctxproxy/demo`."""
+    cache = environ.get("XDG_CACHE_HOME")
+    if not cache or not Path(cache).is_absolute():  # the XDG spec ignores a relative path
+        cache = str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    return Path(cache) / "ctxproxy" / "demo"
 
 
 def default_settings(environ: Mapping[str, str]) -> Settings:
@@ -86,7 +103,7 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
         for name, table in expect_table(raw.get("tenants", {}), "tenants", file).items()
     }
     if not tenants:
-        raise ConfigError("at least one tenant is required", key="tenants", file=file)
+        tenants = {"default": _default_tenant(upstreams, environ, file)}
     return Settings(server=server, store=store, upstreams=upstreams, tenants=tenants, source=file)
 
 
@@ -152,6 +169,23 @@ def _tenant(
     return replace(tenant, name=name, workspace=workspace.resolve(), **built)
 
 
+def _default_tenant(
+    upstreams: Mapping[str, UpstreamSettings], environ: Mapping[str, str], file: str
+) -> TenantSettings:
+    """No `[tenants]`: tenant `default` as without a config, on upstream `openai` (configured or
+    the default one) or else the only upstream configured."""
+    tenant = default_settings(environ).tenants["default"]
+    if tenant.upstream in upstreams:
+        return tenant
+    if len(upstreams) == 1:
+        return replace(tenant, upstream=next(iter(upstreams)))
+    raise ConfigError(
+        "without [tenants.NAME], one of several upstreams must be named openai",
+        key="tenants",
+        file=file,
+    )
+
+
 def _check_digest(value: str, key: str, file: str) -> None:
     if not DIGEST.match(value):
         raise ConfigError(
@@ -175,7 +209,7 @@ def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Setti
             server = replace(server, port=int(environ["CTXPROXY_PORT"]))
         except ValueError as exc:
             raise ConfigError(
-                "must be an integer", key="CTXPROXY_PORT", file="<environment>"
+                "must be an integer between 0 and 65535", key="CTXPROXY_PORT", file="<environment>"
             ) from exc
     if environ.get("CTXPROXY_STORE_URL"):
         _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")

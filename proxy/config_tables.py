@@ -1,7 +1,12 @@
-"""Turn one TOML table into a frozen settings dataclass, checking keys and types."""
+"""Turn one TOML table into a frozen settings dataclass, checking keys and types.
+
+Errors say what a key must be in plain words (`an integer or "auto"`, `a list of strings`), and
+a value the dataclass refuses (`InvalidSetting`) is reported under its own key with its rule.
+"""
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Mapping
@@ -9,7 +14,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from proxy.errors import ConfigError
+from proxy.errors import ConfigError, InvalidSetting
 
 T = TypeVar("T")
 
@@ -41,6 +46,8 @@ def build_table(
     made = base if base is not None else cls()
     try:
         return replace(made, **changes)  # type: ignore[type-var]
+    except InvalidSetting as exc:
+        raise ConfigError(exc.rule, key=f"{where}.{exc.name}", file=file) from exc
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc), key=where, file=file) from exc
 
@@ -54,16 +61,19 @@ def coerce(value: Any, hint: Any, key: str, file: str) -> Any:
                 return coerce(value, option, key, file)
             except ConfigError:
                 continue
-        raise ConfigError(f"must be {_describe(hint)}", key=key, file=file)
+        raise ConfigError(f"must be {describe(hint)}", key=key, file=file)
     if origin is typing.Literal:
         if value in typing.get_args(hint):
             return value
-        raise ConfigError(f"must be one of {list(typing.get_args(hint))}", key=key, file=file)
+        raise ConfigError(f"must be {describe(hint)}", key=key, file=file)
     if origin is tuple:
         item = typing.get_args(hint)[0] if typing.get_args(hint) else Any
         if not isinstance(value, list):
-            raise ConfigError("must be a list", key=key, file=file)
-        return tuple(coerce(v, item, key, file) for v in value)
+            raise ConfigError(f"must be {describe(hint)}", key=key, file=file)
+        try:
+            return tuple(coerce(v, item, key, file) for v in value)
+        except ConfigError:
+            raise ConfigError(f"must be {describe(hint)}", key=key, file=file) from None
     return _scalar(value, hint, key, file)
 
 
@@ -90,8 +100,34 @@ def _scalar(value: Any, hint: Any, key: str, file: str) -> Any:
             return Path(value)
     else:
         raise ConfigError(f"unsupported setting type {hint!r}", key=key, file=file)
-    raise ConfigError(f"must be {_describe(hint)}", key=key, file=file)
+    raise ConfigError(f"must be {describe(hint)}", key=key, file=file)
 
 
-def _describe(hint: Any) -> str:
-    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+WORDS: dict[Any, tuple[str, str]] = {
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    bool: ("true or false", "booleans"),
+    str: ("a string", "strings"),
+    Path: ("a path", "paths"),
+    Any: ("any value", "values"),
+}
+
+
+def describe(hint: Any) -> str:
+    """A type hint in the words of a TOML user: `int | Literal["auto"]` is 'an integer or
+    "auto"', `tuple[str, ...]` 'a list of strings'. `None` is left out: TOML has no null, a
+    key left out keeps its default."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _either([describe(h) for h in typing.get_args(hint) if h is not type(None)])
+    if origin is typing.Literal:
+        return _either([json.dumps(value) for value in typing.get_args(hint)])
+    if origin is tuple:
+        item = typing.get_args(hint)[0] if typing.get_args(hint) else Any
+        return f"a list of {WORDS.get(item, WORDS[Any])[1]}"
+    known = WORDS.get(hint)
+    return known[0] if known is not None else str(getattr(hint, "__name__", hint))
+
+
+def _either(options: list[str]) -> str:
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"

@@ -29,12 +29,19 @@ SESSION = "demo"
 
 def add_demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser("demo", help="watch the proxy work on a simulated agent (offline)")
-    demo.add_argument("--workdir", type=Path, help="folder for the demo workspace (default: temp)")
+    demo.add_argument(
+        "--workdir",
+        type=Path,
+        help="folder for the demo workspace, kept between runs (default: "
+        "$XDG_CACHE_HOME/ctxproxy/demo, else ~/.cache/ctxproxy/demo)",
+    )
     demo.set_defaults(run=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
     from rich.console import Console
+
+    from proxy.config import demo_dir
 
     # Everything stays on this machine: the summarizer's HTTP client honours proxy variables,
     # so exempt the loopback servers of the demo from any configured proxy.
@@ -42,7 +49,7 @@ def run_demo(args: argparse.Namespace) -> int:
     for name in ("NO_PROXY", "no_proxy"):
         os.environ[name] = f"{os.environ[name]},{loopback}" if os.environ.get(name) else loopback
     console = Console(highlight=False, soft_wrap=True)
-    return asyncio.run(play(console=console, workdir=args.workdir))
+    return asyncio.run(play(console=console, workdir=args.workdir or demo_dir(os.environ)))
 
 
 @asynccontextmanager
@@ -61,7 +68,7 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def play(*, console: Console, workdir: Path | None) -> int:
+async def play(*, console: Console, workdir: Path) -> int:
     """Both servers on free local ports, then the scripted session (imports are heavy: here)."""
     import openai
 
@@ -70,7 +77,7 @@ async def play(*, console: Console, workdir: Path | None) -> int:
     from proxy.demo_upstream import SimulatedUpstream
     from proxy.server.app import create_app
 
-    workspace = prepare_workspace(workdir)
+    workspace, fresh = prepare_workspace(workdir)
     upstream = SimulatedUpstream()
     console.print("[bold]ctxproxy demo[/] — the model is a SIMULATED upstream (scripted, offline,")
     console.print("no key): it answers from a script and reports prompt tokens as chars / 4.\n")
@@ -79,7 +86,8 @@ async def play(*, console: Console, workdir: Path | None) -> int:
         serve(create_app(demo_settings(workspace, upstream_url))) as proxy_url,
     ):
         console.print(f"proxy:     {proxy_url}/v1  (compaction at {THRESHOLD} tokens)")
-        console.print(f"workspace: {workspace}\n")
+        kept = "a copy of the sample" if fresh else "kept from an earlier run, with your edits"
+        console.print(f"workspace: {workspace}  ({kept})\n")
         client = openai.AsyncOpenAI(
             base_url=f"{proxy_url}/v1",
             api_key="demo-key",
@@ -100,6 +108,7 @@ async def play(*, console: Console, workdir: Path | None) -> int:
         f"  snapshot (the compacted history):            {sessions / f'ctx-{SESSION}.json'}"
     )
     console.print(f"  bootstrap files (edit user.md and re-run):   {workspace}")
+    console.print(f"The workspace is kept; delete {workspace} to start again from the sample.")
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from proxy.demo_script import FILES, LISTING, call_transcript
 from proxy.demo_upstream import Call, Say, SimulatedUpstream
+from proxy.errors import ConfigError
 from proxy.sessions_view import context_bar
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
 from proxy.stages.compact import CompactSettings
@@ -138,18 +138,21 @@ def _history_len(messages: Sequence[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") not in ("system", "developer"))
 
 
-def prepare_workspace(workdir: Path | None) -> Path:
-    """A fresh copy of the default workspace (a minimal profile if the checkout has none)."""
-    root = workdir or Path(tempfile.mkdtemp(prefix="ctxproxy-demo-"))
+def prepare_workspace(root: Path) -> tuple[Path, bool]:
+    """`root/workspace`, and whether it was made now: a copy of the default workspace (a
+    minimal profile if the checkout has none) when absent; an existing folder is used as it is,
+    never deleted or overwritten, so edits to it survive re-runs."""
     workspace = root / "workspace"
+    if workspace.is_dir():
+        return workspace, False
     if workspace.exists():
-        shutil.rmtree(workspace)
+        raise ConfigError("is not a folder", key="demo workspace", file=str(workspace))
     if DEFAULT_WORKSPACE.is_dir():
         shutil.copytree(DEFAULT_WORKSPACE, workspace)
     else:
         workspace.mkdir(parents=True)
         (workspace / "user.md").write_text(FALLBACK_PROFILE, encoding="utf-8")
-    return workspace
+    return workspace, True
 
 
 def demo_settings(workspace: Path, upstream_url: str) -> Settings:

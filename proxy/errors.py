@@ -12,6 +12,10 @@
     ├── UpstreamTimeout           504: connect or first-byte bound exceeded
     └── StoreUnavailable          the state store failed; callers degrade, never fail a request
 
+    ValueError
+    └── InvalidSetting            a settings dataclass refused a value (`proxy.config` turns it
+                                  into a ConfigError naming the key)
+
 Upstream HTTP errors are not exceptions here: they are relayed as they came.
 """
 
@@ -41,6 +45,15 @@ class ConfigError(CtxProxyError):
         super().__init__(f"{file}: {key}: {message}")
         self.key = key
         self.file = file
+
+
+class InvalidSetting(ValueError):
+    """A value outside its setting's rule: `name` is the field, `rule` says what it must be."""
+
+    def __init__(self, name: str, rule: str) -> None:
+        super().__init__(f"{name} {rule}")
+        self.name = name
+        self.rule = rule
 
 
 class BadRequest(CtxProxyError):

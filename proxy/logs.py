@@ -1,5 +1,6 @@
 """Structured JSON logs, one object per line. Message contents and secrets are never logged:
-call sites log ids, counts and exception type names only."""
+call sites log ids, counts and exception type names only. A record's `fields` (passed as
+`extra={"fields": {...}}`, as the access line does) become keys of its object."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import logging
 import sys
 import time
 from contextvars import ContextVar
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 LOG_REQUEST_ID: ContextVar[str] = ContextVar("ctxproxy_request_id", default="")
 """The id of the request being served, set by the HTTP layer; each task has its own."""
@@ -24,6 +27,9 @@ class JsonFormatter(logging.Formatter):
         request_id = getattr(record, "request_id", None) or LOG_REQUEST_ID.get()
         if request_id:
             entry["request_id"] = request_id
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update(fields)
         if record.exc_info and record.exc_info[0] is not None:
             entry["exc"] = record.exc_info[0].__name__
         return json.dumps(entry)

@@ -27,13 +27,27 @@ def number(row: Mapping[str, str], name: str) -> int:
         return 0
 
 
-def context_bar(tokens: int, threshold: int, *, width: int = BAR_WIDTH) -> Text:
-    """`█████░░░ 881 / 6000`: the last prompt against the compaction threshold; red at or over."""
+def context_bar(
+    tokens: int, threshold: int, *, width: int = BAR_WIDTH, short: bool = False
+) -> Text:
+    """`█████░░░ 881 / 6000` (`short`: `█████░░░ 881/6k`): the last prompt against the
+    compaction threshold; red at or over."""
     ratio = tokens / threshold if threshold > 0 else 0.0
     filled = min(width, int(ratio * width))
     style = "red" if ratio >= 1 else "yellow" if ratio >= 0.8 else "green"
     bar = Text("█" * filled, style=style) + Text("░" * (width - filled), style="dim")
+    if short:
+        return bar + Text(f" {short_count(tokens)}/{short_count(threshold) if threshold else '?'}")
     return bar + Text(f" {tokens} / {threshold or '?'}")
+
+
+def short_count(n: int) -> str:
+    """881 → `881`, 5898 → `5.9k`, 6000 → `6k`, 48000 → `48k`."""
+    if n < 1000:
+        return str(n)
+    if n < 10_000:
+        return f"{n / 1000:.1f}".removesuffix(".0") + "k"
+    return f"{n // 1000}k"
 
 
 def ago(then: float, now: float) -> str:
@@ -67,37 +81,113 @@ def describe_event(event: Mapping[str, str]) -> str:
     return " · ".join(parts)
 
 
+COLUMNS = ("tenant", "session", "model", "context", "cached", "compactions", "requests", "event")
+HEADERS = {"context": "last prompt / threshold", "event": "last event"}
+SHORT_HEADERS = {**HEADERS, "context": "context", "compactions": "comp.", "requests": "req."}
+DROPPED_FIRST = ("model", "cached", "requests", "tenant", "compactions")
+"""Narrower than the full table, columns go in this order until it fits (`tenant` moves in
+front of the session, or into the title when every row has the same)."""
+EVENT_MIN_WIDTH = 24
+"""The last event wraps; it is given at least this much."""
+
+
 def sessions_table(
     rows: Sequence[Mapping[str, str]],
     *,
     last_events: Mapping[SessionKey, Mapping[str, str]],
     now: float,
     title: str = "ctxproxy sessions",
+    width: int | None = None,
 ) -> Table:
-    """One line per session: tenant, session, model, context bar, cached share, compactions."""
+    """One line per session: tenant, session, model, context bar, cached share, compactions,
+    requests and the last event. Within `width` columns (None: no limit) when the full table
+    does not fit: a short bar and headers, then fewer columns (`DROPPED_FIRST`); session ids are
+    never cut, and the last event wraps."""
+    tenants = {row.get("tenant", "") for row in rows}
+    names, short = choose_columns(rows, last_events=last_events, now=now, width=width)
+    if "tenant" not in names and len(tenants) == 1:
+        title = f"{title} · tenant {next(iter(tenants))}"
     table = Table(title=title, title_justify="left", expand=False)
-    for name in ("tenant", "session", "model", "last prompt / threshold", "cached"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("compactions", justify="right")
-    table.add_column("requests", justify="right")
-    table.add_column("last event")
-    for row in rows:
-        prompt, cached = number(row, "last_prompt_tokens"), number(row, "last_cached_tokens")
-        event = last_events.get((row.get("tenant", ""), row.get("session", "")))
-        updated = ago(float(row.get("updated_at") or 0), now)
-        table.add_row(
-            row.get("tenant", ""),
-            row.get("session", ""),
-            row.get("model", ""),
-            context_bar(prompt, number(row, "threshold_tokens")),
-            f"{cached * 100 // prompt}%" if prompt else "-",
-            str(number(row, "compactions")),
-            str(number(row, "requests")),
-            f"{describe_event(event)} · {updated}" if event else updated,
+    for name in names:
+        numeric = name in ("compactions", "requests")
+        table.add_column(
+            (SHORT_HEADERS if short else HEADERS).get(name, name),
+            justify="right" if numeric else "left",
+            no_wrap=name not in ("session", "event"),
+            overflow="fold",
         )
+    merged = "tenant" not in names and len(tenants) > 1
+    for row in rows:
+        cells = _cells(row, last_events=last_events, now=now, short=short, merged=merged)
+        table.add_row(*(cells[name] for name in names))
     if not rows:
         table.caption = "no sessions yet"
     return table
+
+
+def choose_columns(
+    rows: Sequence[Mapping[str, str]],
+    *,
+    last_events: Mapping[SessionKey, Mapping[str, str]],
+    now: float,
+    width: int | None,
+) -> tuple[tuple[str, ...], bool]:
+    """The columns shown within `width`, and whether in their short form."""
+    cells = [_cells(row, last_events=last_events, now=now, short=False) for row in rows]
+    if width is None or _table_width(COLUMNS, cells, HEADERS) <= width:
+        return COLUMNS, False
+    names: tuple[str, ...] = COLUMNS
+    for dropped in DROPPED_FIRST:
+        merged = "tenant" not in names and len({row.get("tenant") for row in rows}) > 1
+        cells = [
+            _cells(row, last_events=last_events, now=now, short=True, merged=merged) for row in rows
+        ]
+        if _table_width(names, cells, SHORT_HEADERS) <= width:
+            break
+        names = tuple(name for name in names if name != dropped)
+    return names, True
+
+
+def _table_width(
+    names: Sequence[str], cells: Sequence[Mapping[str, Text]], headers: Mapping[str, str]
+) -> int:
+    """Characters a table of these columns needs: each column's widest cell, the last event at
+    most `EVENT_MIN_WIDTH` (it wraps), and 3 per column of borders and padding."""
+    total = 1
+    for name in names:
+        widest = max([len(headers.get(name, name)), *(row[name].cell_len for row in cells)])
+        total += 3 + (min(widest, EVENT_MIN_WIDTH) if name == "event" else widest)
+    return total
+
+
+def _cells(
+    row: Mapping[str, str],
+    *,
+    last_events: Mapping[SessionKey, Mapping[str, str]],
+    now: float,
+    short: bool,
+    merged: bool = False,
+) -> dict[str, Text]:
+    """Every column's cell for one row; `merged`: the session cell says `tenant/session`."""
+    prompt, cached = number(row, "last_prompt_tokens"), number(row, "last_cached_tokens")
+    tenant, session = row.get("tenant", ""), row.get("session", "")
+    event = last_events.get((tenant, session))
+    updated = ago(float(row.get("updated_at") or 0), now)
+    return {
+        "tenant": Text(tenant),
+        "session": Text(f"{tenant}/{session}" if merged else session),
+        "model": Text(row.get("model", "")),
+        "context": context_bar(
+            prompt,
+            number(row, "threshold_tokens"),
+            width=BAR_WIDTH // 2 if short else BAR_WIDTH,
+            short=short,
+        ),
+        "cached": Text(f"{cached * 100 // prompt}%" if prompt else "-"),
+        "compactions": Text(str(number(row, "compactions"))),
+        "requests": Text(str(number(row, "requests"))),
+        "event": Text(f"{describe_event(event)} · {updated}" if event else updated),
+    }
 
 
 def session_detail_view(detail: Mapping[str, Any], *, now: float) -> RenderableType:

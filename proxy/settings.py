@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from proxy.errors import InvalidSetting
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
@@ -23,6 +24,14 @@ class ServerSettings:
     admin_keys: tuple[str, ...] = ()
     drain_timeout_s: float = 30.0
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise InvalidSetting("port", "must be between 0 and 65535")
+        if self.max_body_bytes < 1:
+            raise InvalidSetting("max_body_bytes", "must be at least 1")
+        if self.drain_timeout_s < 0:
+            raise InvalidSetting("drain_timeout_s", "must be 0 or more")
+
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
@@ -30,6 +39,11 @@ class StoreSettings:
     key_prefix: str = "ctxproxy:"
     session_ttl_s: int = 604_800
     op_timeout_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("session_ttl_s", "op_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise InvalidSetting(name, "must be above 0")
 
 
 @dataclass(frozen=True, slots=True)

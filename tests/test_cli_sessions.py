@@ -14,7 +14,13 @@ from rich.console import Console
 from proxy.adapters.redis_state import RedisStore
 from proxy.cli import build_parser, main
 from proxy.cli_sessions import RedisSource, open_source, run_list, run_show, watch_frames
-from proxy.sessions_view import context_bar, describe_event
+from proxy.sessions_view import (
+    choose_columns,
+    context_bar,
+    describe_event,
+    sessions_table,
+    short_count,
+)
 from proxy.types import StoredCompaction
 from tests.redis_server import RedisServer
 
@@ -145,6 +151,55 @@ def test_pure_helpers() -> None:
     assert describe_event({"kind": "request", "status": "502", "outcome": "upstream_error"}) == (
         "502 upstream_error"
     )
+
+
+ROW = {"tenant": "default", "session": "d-3f9a2c81b7e4d0a1", "model": "gpt-4o-mini-2024-07-18",
+       "last_prompt_tokens": "48000", "last_cached_tokens": "12000", "threshold_tokens": "95000",
+       "compactions": "3", "requests": "127", "updated_at": str(NOW - 9)}  # fmt: skip
+EVENT = {"kind": "request", "status": "200", "outcome": "ok", "latency_ms": "812.3",
+         "compaction": "done", "stages": '{"prune": {"chars_pruned": 519}}'}  # fmt: skip
+
+
+def render(rows: list[dict[str, str]], width: int) -> list[str]:
+    events = {("default", ROW["session"]): EVENT}
+    console = Console(record=True, width=width, force_terminal=False, color_system=None)
+    console.print(sessions_table(rows, last_events=events, now=NOW, width=width))
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("tenants", [1, 2])
+def test_the_table_is_readable_at_80_columns(tenants: int) -> None:
+    other = {**ROW, "tenant": "team", "session": "agent-2", "updated_at": str(NOW - 300)}
+    lines = render([ROW, other][:tenants], 80)
+    text = "\n".join(lines)
+    assert all(len(line.rstrip()) <= 80 for line in lines), text
+    assert "…" not in text  # nothing cut: no header, no id, no number
+    assert ROW["session"] in text and "███░░░ 48k/95k" in text
+    events = " ".join(line.split("│")[-2].strip() for line in lines if line.count("│") > 2)
+    assert "200 ok · pruned 519 chars · compaction done · 812 ms · 9s ago" in events
+    if tenants == 1:
+        assert "ctxproxy sessions · tenant default" in lines[0] and "comp." in text
+    else:
+        assert "team/agent-2" in text and "default/d-3f9a2c81b7e4d0a1" in text
+
+
+def test_columns_go_least_needed_first_as_the_terminal_narrows() -> None:
+    def shown(width: int | None) -> tuple[str, ...]:
+        events = {("default", ROW["session"]): EVENT}
+        return choose_columns([ROW], last_events=events, now=NOW, width=width)[0]
+
+    assert shown(None) == shown(200) == (
+        "tenant", "session", "model", "context", "cached", "compactions", "requests", "event"
+    )  # fmt: skip
+    assert "model" not in shown(120) and "cached" in shown(120)
+    assert shown(80) == ("session", "context", "compactions", "event")
+    assert shown(40) == ("session", "context", "event")
+
+
+def test_short_counts() -> None:
+    assert [short_count(n) for n in (881, 5898, 6000, 48000, 128_500)] == [
+        "881", "5.9k", "6k", "48k", "128k"
+    ]  # fmt: skip
 
 
 async def test_url_source_sends_the_key_from_the_environ_passed_and_key_flag_wins(

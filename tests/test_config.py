@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from proxy.config import cli_key, cli_log_level, load_settings
+from proxy.config import STAGES, cli_key, cli_log_level, load_settings
 from proxy.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
@@ -78,11 +79,97 @@ def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: s
     assert caught.value.file == str(path)
 
 
-def test_value_rejected_by_a_stage_is_a_config_error(tmp_path: Path) -> None:
-    path = write(tmp_path, "[tenants.a.compact]\nkeep_recent = -1\n")
+@pytest.mark.parametrize(
+    ("text", "key", "message"),
+    [
+        ("[tenants.a.compact]\nkeep_recent = -1\n", "compact.keep_recent", "must be 0 or more"),
+        (
+            "[tenants.a.compact]\nsoft_ratio = 2.0\n",
+            "compact.soft_ratio",
+            "must be between 0 and 1 (above 0, at most 1)",
+        ),
+        (
+            "[tenants.a.budgets]\nerror_pattern = '('\n",
+            "budgets.error_pattern",
+            "is not a valid regular expression: missing ), unterminated subpattern at position 0",
+        ),
+        ("[tenants.a.prune]\nmax_chars = -5\n", "prune.max_chars", "must be 0 or more"),
+        ("[tenants.a.cache]\nttl = '1d'\n", "cache.ttl", 'must be "5m" or "1h"'),
+    ],
+)
+def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
+    tmp_path: Path, text: str, key: str, message: str
+) -> None:
+    path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_settings(path, environ={})
-    assert caught.value.key == "tenants.a.compact"
+    assert caught.value.key == f"tenants.a.{key}"
+    assert str(caught.value) == f"{path}: tenants.a.{key}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[tenants.a.compact]\nthreshold_tokens = 'soon'\n", 'must be an integer or "auto"'),
+        ("[tenants.a.compact]\nmode = 'later'\n", 'must be "sync" or "async"'),
+        ("[tenants.a.prune]\nexclude_tools = ['ok', 1]\n", "must be a list of strings"),
+        ("[tenants.a.prune]\nwhen_cache_cold_s = 'x'\n", "must be a number"),
+        ("[tenants.a]\nmodel_window = 1.5\n", "must be an integer"),
+        ("[tenants.a]\nforward_client_key = 'yes'\n", "must be true or false"),
+        ("[tenants.a]\nworkspace = ''\n", "must be a path"),
+        ("[upstreams.u]\ncache_style = 'x'\n[tenants.a]\nupstream = 'u'\n",
+         'must be "openai", "anthropic" or "none"'),
+        ("[server]\nport = 99999\n", "must be between 0 and 65535"),
+    ],
+)  # fmt: skip
+def test_type_errors_read_in_plain_words(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert str(caught.value).endswith(f": {message}")
+
+
+def test_every_settings_type_is_described_in_plain_words() -> None:
+    from dataclasses import fields
+    from typing import get_type_hints
+
+    from proxy.config_tables import describe
+    from proxy.settings import ServerSettings, StoreSettings, TenantSettings, UpstreamSettings
+
+    classes = [ServerSettings, StoreSettings, UpstreamSettings, TenantSettings]
+    classes += [type(getattr(TenantSettings(), stage)) for stage in STAGES]
+    seen = set()
+    for cls in classes:
+        for name, hint in get_type_hints(cls).items():
+            if name in {f.name for f in fields(cls)} and name not in STAGES:
+                words = describe(hint)
+                seen.add(words)
+                assert words and not re.search(r"typing|Union|Literal|None|\[|<|'", words), words
+    assert {'an integer or "auto"', "a list of strings", "true or false", "a path"} <= seen
+
+
+def test_a_config_with_only_a_server_table_serves_the_default_tenant(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nport = 9000\n")
+    settings = load_settings(path, environ={"OPENAI_BASE_URL": "http://up/v1"})
+    assert settings.server.port == 9000
+    assert list(settings.tenants) == ["default"]
+    assert settings.tenants["default"].upstream == "openai"
+    assert settings.upstreams["openai"].base_url == "http://up/v1"
+
+
+def test_without_tenants_the_only_upstream_serves_the_default_tenant(tmp_path: Path) -> None:
+    path = write(tmp_path, "[upstreams.claude]\nkind = 'anthropic'\n")
+    assert load_settings(path, environ={}).tenants["default"].upstream == "claude"
+    two = "[upstreams.a]\n[upstreams.b]\n"
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, two), environ={})
+    assert caught.value.key == "tenants"
+
+
+def test_a_port_out_of_range_in_the_environment_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, environ={"CTXPROXY_PORT": "99999"})
+    assert caught.value.key == "CTXPROXY_PORT"
 
 
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:

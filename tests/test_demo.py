@@ -15,13 +15,15 @@ from proxy.demo_script import BRIEF, PLAN
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_demo(workdir: Path) -> subprocess.CompletedProcess[str]:
+def run_demo(workdir: Path | None, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
     env.update(
         HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", COLUMNS="200"
     )  # a proxy that does not exist: nothing may leave the machine
+    env.update(env_extra)
+    where = ["--workdir", str(workdir)] if workdir is not None else []
     return subprocess.run(
-        [sys.executable, "-m", "proxy", "demo", "--workdir", str(workdir)],
+        [sys.executable, "-m", "proxy", "demo", *where],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -59,3 +61,43 @@ def test_demo_leaves_the_archive_and_the_snapshot_where_it_says(tmp_path: Path) 
     snapshot = json.loads((sessions / "ctx-demo.json").read_text(encoding="utf-8"))
     assert snapshot[1]["content"].startswith("[Conversation summary]")
     assert "Maya" in snapshot[1]["content"]
+
+
+def test_a_rerun_keeps_the_edited_profile_as_the_hint_says(tmp_path: Path) -> None:
+    assert run_demo(tmp_path).returncode == 0
+    profile = tmp_path / "workspace" / "user.md"
+    assert "edit user.md and re-run" in run_demo(tmp_path).stdout
+    profile.write_text("# About the user\n\n- Call him Alex.\n", encoding="utf-8")
+    done = run_demo(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Hi Alex!" in done.stdout and "Maya!" not in done.stdout
+    assert "kept from an earlier run, with your edits" in done.stdout
+    assert profile.read_text(encoding="utf-8") == "# About the user\n\n- Call him Alex.\n"
+
+
+def test_a_folder_named_workspace_in_the_workdir_is_never_deleted(tmp_path: Path) -> None:
+    mine = tmp_path / "workspace" / "notes.txt"
+    mine.parent.mkdir()
+    mine.write_text("mine", encoding="utf-8")
+    assert run_demo(tmp_path).returncode == 0
+    assert mine.read_text(encoding="utf-8") == "mine"
+
+
+def test_without_a_workdir_one_folder_per_user_is_used_and_no_temp_folder_is_left(
+    tmp_path: Path,
+) -> None:
+    temp, cache = tmp_path / "tmp", tmp_path / "cache"
+    temp.mkdir()
+    done = run_demo(None, TMPDIR=str(temp), XDG_CACHE_HOME=str(cache))
+    assert done.returncode == 0, done.stderr
+    workspace = cache / "ctxproxy" / "demo" / "workspace"
+    assert f"workspace: {workspace}" in done.stdout and (workspace / "user.md").is_file()
+    assert list(temp.iterdir()) == []
+
+
+def test_the_demo_folder_comes_from_the_environ_passed() -> None:
+    from proxy.config import demo_dir
+
+    assert demo_dir({"XDG_CACHE_HOME": "/c", "HOME": "/h"}) == Path("/c/ctxproxy/demo")
+    assert demo_dir({"XDG_CACHE_HOME": "rel", "HOME": "/h"}) == Path("/h/.cache/ctxproxy/demo")
+    assert demo_dir({"HOME": "/h"}) == Path("/h/.cache/ctxproxy/demo")

@@ -2,9 +2,10 @@
 
 `RedisSource` reads the store directly through `RedisStore` (sessions, one session's detail, and
 the events stream, caught up to `CATCH_UP_PAGES` pages at the start); `HttpSource` asks a running
-proxy's admin views (`GET /v1/ctx/sessions[/{id}]`) and has no events, so its `events` only
-waits and the caller polls. Errors pass through as their transport raised them (`StoreUnavailable`,
-`aiohttp.ClientError`, `OSError`): the CLI reports them. `close` releases the connection.
+proxy's admin views (`GET /v1/ctx/sessions[/{id}]`, `GET /v1/ctx/events`), catching up the same
+way; there its `events` waits, then asks, and the caller polls. Errors pass through as their
+transport raised them (`StoreUnavailable`, `aiohttp.ClientError`, `OSError`): the CLI reports
+them. `close` releases the connection.
 """
 
 from __future__ import annotations
@@ -92,9 +93,24 @@ class HttpSource:
         return found
 
     async def events(self, last_id: str, wait_s: float) -> tuple[str, list[Event]]:
-        if last_id:  # no events over HTTP: the caller polls the sessions list
+        if last_id:  # the proxy's events view never blocks: wait here, then ask
             await asyncio.sleep(wait_s)
-        return "polled", []
+            return await self._events_after(last_id)
+        last, seen = "0-0", []
+        for _ in range(CATCH_UP_PAGES):
+            after, page = await self._events_after(last)
+            seen += page
+            if after == last:
+                break
+            last = after
+        return last, seen
+
+    async def _events_after(self, last_id: str) -> tuple[str, list[Event]]:
+        params = {"after": last_id, "limit": "1000", "all": "1"}
+        found = await self._get("/v1/ctx/events", params)
+        if not isinstance(found, dict):  # a proxy without the view: no events, only the table
+            return last_id, []
+        return str(found.get("last_id") or last_id), list(found.get("events", []))
 
     async def close(self) -> None:
         await self._http.close()

@@ -1,7 +1,9 @@
-"""Health, readiness, persisted outputs and the sessions view (scoped to the caller's tenant)."""
+"""Health, readiness, persisted outputs, the sessions view and its events (scoped to the
+caller's tenant)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -13,6 +15,8 @@ from proxy.server.appkeys import ENGINE, LIFECYCLE, caller_of
 from proxy.server.keys import Caller
 
 T = TypeVar("T")
+
+EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -42,10 +46,8 @@ async def get_output(request: web.Request) -> web.Response:
 async def list_sessions(request: web.Request) -> web.Response:
     """The caller's tenant's sessions; an admin key's with `?tenant=NAME` one tenant's, with
     `?all=1` every tenant's (`?tenant=` wins)."""
-    caller = caller_of(request)
     limit = _limit(request.query.get("limit"))
-    everyone = caller.admin and bool(request.query.get("all")) and not request.query.get("tenant")
-    tenant = None if everyone else _tenant_for(request, caller)
+    tenant = _listed_tenant(request, caller_of(request))
     rows = await _store_call(request.app[ENGINE].store.list_sessions(tenant, limit=limit))
     return web.json_response({"sessions": rows})
 
@@ -62,6 +64,23 @@ async def session_detail(request: web.Request) -> web.Response:
     return web.json_response(detail)
 
 
+async def list_events(request: web.Request) -> web.Response:
+    """`GET /v1/ctx/events?after=ID&limit=N`: the events after `after` (default: the oldest kept),
+    of the tenants `list_sessions` would list, and `last_id`, the id to ask after next (events of
+    other tenants are skipped, not returned). Never waits."""
+    caller = caller_of(request)
+    after = request.query.get("after") or "0-0"
+    if not EVENT_ID.match(after):
+        raise BadRequest("'after' must be an event id such as 1700000000000-0.", param="after")
+    tenant = _listed_tenant(request, caller)
+    store = request.app[ENGINE].store
+    found = await _store_call(
+        store.read_events(after, block_ms=0, count=_limit(request.query.get("limit")))
+    )
+    events = [e for _, e in found if tenant is None or e.get("tenant") == tenant]
+    return web.json_response({"events": events, "last_id": found[-1][0] if found else after})
+
+
 def _limit(asked: str | None) -> int:
     """`?limit=`: 100 when absent, at most 1,000; anything but a positive integer is refused
     (a zero would have Redis read every session to return none)."""
@@ -70,6 +89,14 @@ def _limit(asked: str | None) -> int:
     if not (asked.isascii() and asked.isdigit()) or int(asked) < 1:  # no sign, space, "1e3"
         raise BadRequest("'limit' must be a positive integer.", param="limit")
     return min(int(asked), 1000)
+
+
+def _listed_tenant(request: web.Request, caller: Caller) -> str | None:
+    """The tenant whose sessions or events to list; None for every tenant (an admin's `?all=1`,
+    unless `?tenant=` names one)."""
+    if caller.admin and request.query.get("all") and not request.query.get("tenant"):
+        return None
+    return _tenant_for(request, caller)
 
 
 def _tenant_for(request: web.Request, caller: Caller) -> str:

@@ -104,6 +104,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)
     app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
     app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)
+    app.router.add_get("/v1/ctx/events", admin.list_events)
     app.router.add_route("*", "/v1/{tail:.*}", passthrough)
     return app
 

@@ -16,6 +16,7 @@ from proxy.ports import Upstream
 from proxy.server.body_scan import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
+from proxy.usage import Usage
 
 if TYPE_CHECKING:
     from proxy.server.events import EventEmitter
@@ -32,6 +33,8 @@ class Lifecycle:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     streams: set[asyncio.Task[Any]] = field(default_factory=set)
     streams_stopped: bool = False
+    in_flight: int = 0
+    """Requests being answered, streams included (counted by the error boundary)."""
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
@@ -97,6 +100,8 @@ class RequestScope:
     caller: Caller | None = None
     session: str | None = None
     """The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
+    usage: Usage | None = None
+    """What the upstream reported for a chat request once relayed: for the access line."""
     client_left: bool = False
     """The client went away before its answer was complete: counted as 499."""
 

@@ -42,6 +42,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     response, relayed = await _relay(
         request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
     )
+    scope.usage = relayed.usage
     trace = Trace(
         tenant=exchange.turn.tenant,
         session=session,

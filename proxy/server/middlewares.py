@@ -1,11 +1,12 @@
 """HTTP concerns only: a request id, a bound on header size, and one error boundary rendering
-OpenAI-shaped errors."""
+OpenAI-shaped errors, counting each request and writing its access line."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import secrets
+import time
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -13,6 +14,7 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from proxy.errors import BodyTooLarge, CtxProxyError, error_body
 from proxy.logs import LOG_REQUEST_ID
+from proxy.server.access import log_access
 from proxy.server.appkeys import SCOPE, RequestScope, Services
 from proxy.server.metrics import count_request
 from proxy.server.parser_errors import client_fault, reason_of
@@ -35,13 +37,16 @@ def new_request_id() -> str:
 
 def error_boundary(services: Services) -> Middleware:
     """The one middleware, for the app of `services`: a request id and the request's scope,
-    errors rendered, and every request counted."""
+    errors rendered, and every request counted and logged once it is over."""
+    lifecycle = services.lifecycle
 
     @web.middleware
     async def boundary(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.monotonic()
         scope = request[SCOPE] = RequestScope(new_request_id(), services)
         LOG_REQUEST_ID.set(scope.id)  # every log line of this request carries it
         status = 499  # unless an answer comes back: the client went away
+        lifecycle.in_flight += 1
         try:
             response = await _answer(request, handler)
             status = 499 if scope.client_left else response.status
@@ -49,7 +54,9 @@ def error_boundary(services: Services) -> Middleware:
             status = exc.status
             raise
         finally:
+            lifecycle.in_flight -= 1
             count_request(request, scope, status)
+            log_access(request, scope, status, elapsed_s=time.monotonic() - started)
         return response
 
     return boundary

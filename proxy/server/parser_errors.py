@@ -9,7 +9,7 @@ traceback as if the server had failed. Here:
                      `create_app` passes): a client's malformed request is one warning line
                      naming the exception type, never an error; whatever runner serves the app
     ProxyRunner      an `AppRunner` whose connections answer those requests OpenAI-shaped
-                     (`ParserErrorHandler`); `ctxproxy serve` runs it through `run_app`
+                     (`ParserErrorHandler`); `ctxproxy serve` runs it (`proxy.server.runner`)
 
 A body that cannot be decoded (`Content-Encoding: gzip` over bytes that are not gzip) is found
 only when the handler reads it: the error boundary answers it (400, OpenAI-shaped).
@@ -17,8 +17,6 @@ only when the handler reads it: the error boundary answers it (400, OpenAI-shape
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import sys
 from typing import Any
@@ -106,49 +104,3 @@ class ProxyRunner(web.AppRunner):
             handler_cancellation=plain.handler_cancellation,
             **plain._kwargs,
         )
-
-
-def run_app(app: web.Application, *, host: str, port: int, shutdown_timeout: float) -> None:
-    """`web.run_app` with `ProxyRunner`: serve until SIGINT or SIGTERM, then shut down, giving
-    requests in flight `shutdown_timeout` seconds (handlers of clients that left are cancelled)."""
-    loop = asyncio.new_event_loop()
-    main = loop.create_task(_serve(app, host=host, port=port, shutdown_timeout=shutdown_timeout))
-    try:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(main)
-    except (web.GracefulExit, KeyboardInterrupt):
-        pass
-    finally:
-        try:
-            if not main.done():
-                main.cancel()  # the runner's cleanup drains what is in flight first
-                with contextlib.suppress(asyncio.CancelledError):
-                    loop.run_until_complete(main)
-        finally:
-            _cancel_rest(loop)
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-            asyncio.set_event_loop(None)
-
-
-async def _serve(app: web.Application, *, host: str, port: int, shutdown_timeout: float) -> None:
-    runner = ProxyRunner(
-        app,
-        handle_signals=True,
-        shutdown_timeout=shutdown_timeout,
-        handler_cancellation=True,
-        access_log=None,
-    )
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, host, port).start()
-        await asyncio.Event().wait()  # until a signal ends the loop
-    finally:
-        await runner.cleanup()
-
-
-def _cancel_rest(loop: asyncio.AbstractEventLoop) -> None:
-    tasks = asyncio.all_tasks(loop)
-    for task in tasks:
-        task.cancel()
-    loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))

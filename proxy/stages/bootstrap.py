@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from proxy.errors import InvalidSetting
 from proxy.stages.bootstrap_sections import collect
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
 
@@ -59,10 +60,9 @@ class BootstrapSettings:
     managed_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if self.max_chars_per_file < 1:
-            raise ValueError("bootstrap.max_chars_per_file must be at least 1")
-        if self.memory_max_lines < 1:
-            raise ValueError("bootstrap.memory_max_lines must be at least 1")
+        for name in ("max_chars_per_file", "memory_max_lines"):
+            if getattr(self, name) < 1:
+                raise InvalidSetting(name, "must be at least 1")
 
 
 def assemble_system(view: WorkspaceView, *, settings: BootstrapSettings) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from proxy.content import PERSISTED_OPEN, content_text, tool_names, with_text
+from proxy.errors import InvalidSetting
 from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo
 from proxy.stages.persisted_output import is_persisted, persisted_block
 from proxy.stages.truncation import cut_result_text
@@ -49,11 +50,19 @@ class BudgetSettings:
     per_turn_max_chars: int = 200_000
 
     def __post_init__(self) -> None:
-        re.compile(self.error_pattern)  # a bad pattern fails at start-up, not per request
+        try:
+            re.compile(self.error_pattern)  # a bad pattern fails at start-up, not per request
+        except re.error as exc:
+            raise InvalidSetting(
+                "error_pattern", f"is not a valid regular expression: {exc}"
+            ) from exc
         if self.command_keep not in ("head_tail", "head"):
-            raise ValueError(f"command_keep must be 'head_tail' or 'head': {self.command_keep!r}")
-        if min(self.persist_over_chars, self.command_max_chars, self.per_turn_max_chars) <= 0:
-            raise ValueError("budgets limits must be positive")
+            raise InvalidSetting(
+                "command_keep", f'must be "head_tail" or "head", not {self.command_keep!r}'
+            )
+        for name in ("persist_over_chars", "command_max_chars", "per_turn_max_chars"):
+            if getattr(self, name) <= 0:
+                raise InvalidSetting(name, "must be above 0")
 
 
 def _result_groups(messages: Sequence[Message]) -> list[list[int]]:

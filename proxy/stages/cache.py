@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.content import MarkerPath, find_body_markers
+from proxy.errors import InvalidSetting
 from proxy.pipeline import body_with_messages
 from proxy.stages.breakpoints import place_breakpoints
 from proxy.stages.marker import Ttl, as_parts, text_parts
@@ -44,9 +45,9 @@ class CacheSettings:
 
     def __post_init__(self) -> None:
         if self.ttl not in ("5m", "1h"):
-            raise ValueError(f"cache ttl must be '5m' or '1h', not {self.ttl!r}")
+            raise InvalidSetting("ttl", f'must be "5m" or "1h", not {self.ttl!r}')
         if self.min_cacheable_tokens is not None and self.min_cacheable_tokens < 0:
-            raise ValueError("cache min_cacheable_tokens must not be negative")
+            raise InvalidSetting("min_cacheable_tokens", "must be 0 or more")
 
 
 def render_request(

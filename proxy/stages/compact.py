@@ -17,6 +17,7 @@ from typing import Literal
 
 import orjson
 
+from proxy.errors import InvalidSetting
 from proxy.history import prefix_hash
 from proxy.history_memo import MatchMemo
 from proxy.stages.compaction_plan import (
@@ -64,10 +65,14 @@ class CompactSettings:
     timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
-        if self.keep_recent < 0 or not 0 < self.soft_ratio <= 1 or self.timeout_s <= 0:
-            raise ValueError("compact: keep_recent >= 0, 0 < soft_ratio <= 1, timeout_s > 0")
+        if self.keep_recent < 0:
+            raise InvalidSetting("keep_recent", "must be 0 or more")
+        if not 0 < self.soft_ratio <= 1:
+            raise InvalidSetting("soft_ratio", "must be between 0 and 1 (above 0, at most 1)")
+        if self.timeout_s <= 0:
+            raise InvalidSetting("timeout_s", "must be above 0")
         if self.threshold_tokens != "auto" and self.threshold_tokens <= 0:
-            raise ValueError("compact: threshold_tokens must be positive or 'auto'")
+            raise InvalidSetting("threshold_tokens", 'must be above 0 or "auto"')
 
 
 def threshold_tokens(settings: CompactSettings, *, model_window: int) -> int:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from proxy.content import content_text, with_text
+from proxy.errors import InvalidSetting
 from proxy.stages.prune_decision import (
     COUNTERS,
     decision_key,
@@ -51,8 +52,9 @@ class PruneSettings:
     exclude_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if min(self.recent_keep, self.max_chars, self.keep_chars, self.min_savings_chars) < 0:
-            raise ValueError("prune settings must not be negative")
+        for name in ("recent_keep", "max_chars", "keep_chars", "min_savings_chars"):
+            if getattr(self, name) < 0:
+                raise InvalidSetting(name, "must be 0 or more")
 
 
 def _cache_cold(settings: PruneSettings, now: float, last_request_at: float | None) -> bool:

@@ -112,6 +112,10 @@ async def test_outputs_and_sessions_of_another_tenant_are_404(rig: Rig) -> None:
     assert status == 200 and b"alpha-only" not in listed
     status, listed = await _get(rig, "/v1/ctx/sessions?all=1", ADMIN)
     assert status == 200 and b"alpha-only" in listed
+    status, events = await _get(rig, "/v1/ctx/events?all=1", BETA)
+    assert status == 200 and b"alpha-only" not in events
+    status, events = await _get(rig, "/v1/ctx/events?all=1", ADMIN)
+    assert status == 200 and b"alpha-only" in events
 
 
 async def test_a_thousand_random_reads_never_cross_tenants(rig: Rig) -> None:

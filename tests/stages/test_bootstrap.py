@@ -177,7 +177,7 @@ def test_run_returns_the_draft_unchanged_when_disabled_or_empty(
 
 @pytest.mark.parametrize("kw", [{"max_chars_per_file": 0}, {"memory_max_lines": 0}])
 def test_settings_reject_non_positive_caps(kw: dict[str, int]) -> None:
-    with pytest.raises(ValueError, match="bootstrap"):
+    with pytest.raises(ValueError, match=f"{next(iter(kw))} must be at least 1"):
         BootstrapSettings(**kw)  # type: ignore[arg-type]
 
 
