@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import orjson
-
+from proxy.exact_json import copy_json
 from proxy.stages.compact import CompactSettings
 from proxy.types import JSON, Message, StoredCompaction
 
@@ -70,8 +69,8 @@ class CompactionJob:
 
     def detached(self) -> CompactionJob:
         """A deep copy of the message lists, for a task that outlives the request."""
-        history, system, working = orjson.loads(
-            orjson.dumps([self.client_history, self.client_system, self.working])
+        history, system, working = copy_json(
+            [list(self.client_history), list(self.client_system), list(self.working)]
         )
         return replace(
             self, client_history=tuple(history), client_system=tuple(system), working=tuple(working)

@@ -43,6 +43,7 @@ from proxy.server.factories import make_store, make_summarizer, make_upstream, m
 from proxy.server.keys import KeyRing
 from proxy.server.metrics import METRICS, Metrics, metrics_endpoint
 from proxy.server.middlewares import error_boundary, stamp_ids
+from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
 from proxy.stack import build_stack, memo_bytes_per_tenant
@@ -86,6 +87,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app = web.Application(
         middlewares=[error_boundary(services)],
         client_max_size=settings.server.max_body_bytes,
+        handler_args=SERVER_HANDLER_ARGS,
     )
     app[SERVICES] = services
     app[SETTINGS] = settings
