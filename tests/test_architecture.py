@@ -25,13 +25,17 @@ IO = NETWORK | {"os", "subprocess", "pathlib", "shutil", "asyncio", "tempfile", 
 EDGES = ("adapters", "server", "cli", "demo")
 PURE_ROOMS = ("stages", "translate", "recall", "cost")
 """Imports the foundation and its own room only; no I/O. New pure packages land here."""
+EDGE_ROOMS = ("inbound",)
+"""Pure converters between a client's API and the internal form: the foundation and translate/."""
 FOUNDATION = {
     "types", "errors", "ports", "content", "history", "identity", "sse", "usage", "models", "logs",
+    "exact_json",
 }  # fmt: skip
 FLOORS = {
     "foundation": 0,
     **dict.fromkeys(PURE_ROOMS, 1),
     "compaction": 2,
+    **dict.fromkeys(EDGE_ROOMS, 2),
     "settings": 3,
     "engine": 4,
     "adapters": 5,
@@ -54,7 +58,7 @@ MAX_TOP_LEVEL = 16
 IMMUTABLE_CALLS = {
     "frozenset", "tuple", "MappingProxyType", "compile", "AppKey", "RequestKey", "TypeVar",
     "getLogger", "ContextVar", "NewType", "Literal", "Timeouts", "len", "getattr", "join",
-    "format", "StageReport", "SessionState", "WorkspaceView",
+    "format", "StageReport", "SessionState", "WorkspaceView", "object", "float", "int",
 }  # fmt: skip
 """Module-level calls that build something immutable (or a logger, a context variable, a key)."""
 
@@ -101,6 +105,11 @@ def imports(path: Path) -> list[str]:
             found.append(node.module)
             found += [f"{node.module}.{alias.name}" for alias in node.names]
     return found
+
+
+def imported_roots(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports."""
+    return {name.split(".")[0] for name in imports(path)}
 
 
 @cache

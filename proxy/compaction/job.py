@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import orjson
-
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import CompactSettings
+from proxy.exact_json import copy_json
 from proxy.types import JSON, Message, StoredCompaction
 
 Status = Literal["done", "skipped", "failed"]
@@ -73,15 +72,12 @@ class CompactionJob:
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the
         request."""
-        history, system, working, prefix = orjson.loads(
-            orjson.dumps([self.client_history, self.client_system, self.working, self.prefix_body])
-        )
         return replace(
             self,
-            client_history=tuple(history),
-            client_system=tuple(system),
-            working=tuple(working),
-            prefix_body=prefix,
+            client_history=tuple(copy_json(list(self.client_history))),
+            client_system=tuple(copy_json(list(self.client_system))),
+            working=tuple(copy_json(list(self.working))),
+            prefix_body=copy_json(self.prefix_body),
         )
 
 

@@ -45,6 +45,7 @@ from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
+from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
 from proxy.settings import Settings
 
@@ -77,6 +78,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app = web.Application(
         middlewares=[error_boundary(services)],
         client_max_size=settings.server.max_body_bytes,
+        handler_args=SERVER_HANDLER_ARGS,
     )
     app[SERVICES] = services
     app[SETTINGS] = settings

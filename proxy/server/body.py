@@ -9,7 +9,8 @@ import orjson
 from aiohttp import web
 
 from proxy.errors import BadRequest
-from proxy.server.body_scan import KnownTools, scan_body
+from proxy.exact_json import loads_exact
+from proxy.server.body_scan import KnownTools, Scan, scan_body
 from proxy.types import JSON
 
 log = logging.getLogger(__name__)
@@ -36,25 +37,32 @@ async def read_chat_body(
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.")
     checked: JSON = body
-    marked = check_nesting(checked, known=known)
+    found = scanned(checked, known=known)
+    if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
+        checked = loads_exact(raw)
     check_chat_body(checked)
     dropped = [k for k in ROUTING_KEYS if k in checked]
     if dropped:
         log.info("ignored client routing keys: %s", ",".join(dropped))
         checked = {k: v for k, v in checked.items() if k not in ROUTING_KEYS}
-    return checked, marked
+    return checked, found.marked
 
 
 def check_nesting(body: JSON, *, known: KnownTools | None = None) -> bool:
     """`BadRequest` when the body is nested too deeply to be serialised again upstream; else
-    whether some object in it has a `cache_control` key (found on the same walk).
+    whether some object in it has a `cache_control` key (found on the same walk)."""
+    return scanned(body, known=known).marked
+
+
+def scanned(body: JSON, *, known: KnownTools | None = None) -> Scan:
+    """What one walk of the body found (`Scan`); `BadRequest` when it is nested too deeply.
 
     With `known`, tool definitions equal to ones scanned before are not walked again (agents
     resend them with every request; comparing them runs in C)."""
-    too_deep, marked = scan_body(body, ORJSON_MAX_DEPTH - NESTING_MARGIN, known)
-    if too_deep:
+    found = scan_body(body, ORJSON_MAX_DEPTH - NESTING_MARGIN, known)
+    if found.too_deep:
         raise BadRequest("Request body is nested too deeply.")
-    return marked
+    return found
 
 
 def check_chat_body(body: JSON) -> None:

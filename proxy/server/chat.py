@@ -12,7 +12,7 @@ from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
 from proxy.ports import UpstreamReply
-from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
+from proxy.server.appkeys import SCOPE, RequestScope, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.exchange import Exchange
 from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
     scope = request[SCOPE]
-    caller_of(request)  # an unknown key is refused before the body is read
+    tenant_caller_of(request)  # an unknown key is refused before the body is read
     body, marked = await read_chat_body(request, known=scope.services.known_tools)
     exchange = await _exchange(request, scope, body, started, marked=marked)
     try:
@@ -67,7 +67,7 @@ async def _exchange(
     request: web.Request, scope: RequestScope, body: JSON, started: float, *, marked: bool
 ) -> Exchange:
     """Who asks, in which session, with what state: the request's way to the upstream."""
-    caller = caller_of(request)
+    caller = tenant_caller_of(request)
     services = scope.services
     engine = services.engine
     client = draft_from_body(body)

@@ -1,8 +1,9 @@
-"""What a relay saw (`Relayed`), and a whole JSON answer relayed to the client.
+"""What a relay saw (`Relayed`), writing to the client, and a whole JSON answer relayed to it.
 
 A body is forwarded as it came, with the upstream's headers and ours over them; usage is picked
 out of a 200 answer. Streams are relayed event by event by `proxy.server.stream_relay`, which
-returns the same `Relayed`.
+returns the same `Relayed`. Every write to the client goes through `write_to_client`, so that a
+client that went away (`ClientGone`) is never taken for an upstream that failed.
 """
 
 from __future__ import annotations
@@ -10,11 +11,39 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.ports import UpstreamReply
 from proxy.usage import Usage, usage_from_body
+
+CLIENT_WRITE_ERRORS = (ConnectionError, aiohttp.ClientConnectionError)
+
+
+class ClientGone(Exception):
+    """A write to the client failed: it went away. Never an upstream failure, never a 500."""
+
+
+async def write_to_client(
+    response: web.StreamResponse, data: bytes = b"", *, end: bool = False
+) -> None:
+    """`data` to the client, then the end of the body if `end`; `ClientGone` if it left."""
+    try:
+        if data:
+            await response.write(data)
+        if end:
+            await response.write_eof()
+    except CLIENT_WRITE_ERRORS as exc:
+        raise ClientGone(type(exc).__name__) from exc
+
+
+async def start_client_response(response: web.StreamResponse, request: web.Request) -> None:
+    """Send the status and headers; `ClientGone` if the client already left."""
+    try:
+        await response.prepare(request)
+    except CLIENT_WRITE_ERRORS as exc:
+        raise ClientGone(type(exc).__name__) from exc
 
 
 class Relayed(NamedTuple):

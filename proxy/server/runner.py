@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.server.appkeys import LIFECYCLE
+from proxy.server.parser_errors import ProxyRunner
 
 log = logging.getLogger("proxy")
 
@@ -36,7 +37,7 @@ async def serve(
 ) -> None:
     """Serve `app` until a signal (or until `stop` is set, when given: then no signal handler is
     installed). `on_serving` gets the URL once the socket is bound."""
-    runner = web.AppRunner(
+    runner = ProxyRunner(  # its connections answer what aiohttp's parser refuses OpenAI-shaped
         app, access_log=None, handler_cancellation=True, shutdown_timeout=drain_s
     )
     await runner.setup()

@@ -59,6 +59,10 @@ def test_serve_without_config_answers_and_stops_cleanly_on_sigterm(tmp_path: Pat
     try:
         body = _wait_for(f"http://127.0.0.1:{port}/readyz")
         assert b'"store": "ok"' in body
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n")
+            answer = raw.recv(4096)  # what the HTTP parser refuses is answered OpenAI-shaped
+        assert answer.startswith(b"HTTP/1.0 400") and b'"code": "malformed_request"' in answer
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:

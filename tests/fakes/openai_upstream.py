@@ -36,6 +36,8 @@ class Reply:
     """Stream: drop the connection after this many content chunks (mid-event if `half`)."""
     half_event: bool = False
     usage_choices_null: bool = False
+    end_delay_s: float = 0.0
+    """Stream: the end of the body comes this long after `data: [DONE]`."""
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    raw: bytes = b""
+    """The body's bytes as they arrived (a chat request's)."""
 
 
 class FakeOpenAI:
@@ -71,8 +75,9 @@ class FakeOpenAI:
         return app
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
-        received = Received(request.path, dict(request.headers), body, time.monotonic())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        received = Received(request.path, dict(request.headers), body, time.monotonic(), raw)
         self.received.append(received)
         if _is_summary_call(body):
             self.summary_requests.append(received)
@@ -139,6 +144,7 @@ class FakeOpenAI:
             }
             await response.write(b"data: " + orjson.dumps(usage_chunk) + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
+        await asyncio.sleep(reply.end_delay_s)
         await response.write_eof()
         return response
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from proxy.errors import BadRequest
 from proxy.server.body import NESTING_MARGIN, check_nesting
+from proxy.server.body import scanned as check_scan
 from proxy.server.body_scan import KnownTools, scan, scan_body
 
 
@@ -133,6 +134,16 @@ def test_scanning_with_known_tools_answers_like_walking_each_body(
         body: dict[str, Any] = {"messages": copy.deepcopy(messages), "model": "m"}
         if tools:
             body["tools"] = copy.deepcopy(tools)
-        too_deep, marked = scan(body, limit)
+        too_deep, marked, _ = scan(body, limit)
         found = scan_body(body, limit, known)
         assert found[0] == too_deep and (too_deep or found[1] == marked)  # refused either way
+
+
+def test_a_float_orjson_made_of_an_integer_beyond_64_bits_is_found_in_tools_too() -> None:
+    known = KnownTools()
+    tools = orjson.loads(b'[{"parameters": {"maximum": 123456789012345678901234567890}}]')
+    assert check_scan({"messages": [], "seed": float(2**64)}).inexact
+    assert check_scan({"messages": [], "seed": -float(2**63)}).inexact
+    assert not check_scan({"messages": [], "temperature": 0.7, "seed": 2**64 - 1}).inexact
+    for _ in range(2):  # walked, then from memory
+        assert check_scan({"messages": [], "tools": tools}, known=known).inexact
