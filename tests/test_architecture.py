@@ -58,7 +58,7 @@ MAX_TOP_LEVEL = 16
 IMMUTABLE_CALLS = {
     "frozenset", "tuple", "MappingProxyType", "compile", "AppKey", "RequestKey", "TypeVar",
     "getLogger", "ContextVar", "NewType", "Literal", "Timeouts", "len", "getattr", "join",
-    "format", "StageReport", "SessionState", "WorkspaceView", "object", "float", "int",
+    "format", "StageReport", "SessionState", "WorkspaceView", "Draft", "object", "float", "int",
 }  # fmt: skip
 """Module-level calls that build something immutable (or a logger, a context variable, a key)."""
 

@@ -38,7 +38,7 @@ from proxy.server.appkeys import (
     Lifecycle,
     Services,
 )
-from proxy.server.body_scan import KnownTools
+from proxy.server.body import KnownTools
 from proxy.server.chat import chat_completions
 from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
 from proxy.server.keys import KeyRing

@@ -14,7 +14,7 @@ from aiohttp import web
 from proxy.engine.engine import ContextEngine
 from proxy.errors import Forbidden
 from proxy.ports import StateStore, Upstream
-from proxy.server.body_scan import KnownTools
+from proxy.server.body import KnownTools
 from proxy.server.keys import Caller, KeyRing
 from proxy.settings import Settings
 from proxy.usage import Usage

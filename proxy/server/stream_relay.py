@@ -27,7 +27,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 
-import aiohttp
 import orjson
 from aiohttp import web
 
@@ -38,6 +37,7 @@ from proxy.server.appkeys import SCOPE
 from proxy.server.relay import (
     ClientGone,
     Relayed,
+    end_in_band,
     start_client_response,
     with_ours,
     write_to_client,
@@ -222,18 +222,13 @@ def _uncancel() -> None:
 async def _write_error(
     response: web.StreamResponse, exc: BaseException | None, *, reason: str = ""
 ) -> None:
-    """The in-band error event, then the end; bounded, and silent if the client is gone."""
+    """The in-band error event of a stream that did not complete, then the end."""
     if not reason:
         reason = "upstream went silent" if isinstance(exc, UpstreamIdle) else "upstream stream cut"
     body = error_body(
         f"{reason} before the answer was complete", "upstream_error", code="stream_interrupted"
     )
-    try:
-        async with asyncio.timeout(1.0):  # a client that stopped reading cannot hold us here
-            await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
-            await response.write_eof()
-    except (ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
-        pass
+    await end_in_band(response, body)
 
 
 def _json(data: str) -> object:
