@@ -32,7 +32,7 @@ from proxy.inbound.responses_items import (
     fresh_call_item,
     fresh_part,
 )
-from proxy.inbound.splice import items_of, match_origins, splice_placed
+from proxy.inbound.splice import Placed, items_of, match_origins, splice_placed
 from proxy.types import JSON, Message
 
 FRESH = -10
@@ -111,23 +111,8 @@ def changed_items(message: Message, origin: Origin, carrier: Carrier) -> list[An
         return fresh_part(item, role=role)
 
     placed = splice_placed(values, origin.slots, snapshot, current, fresh=fresh, ours=[])
-    groups: list[tuple[int, list[Any], bool]] = []  # (target item, blocks, all kept as sent)
-    for (position, side, _), block in placed:
-        if side == 0:
-            index, part = origin.elements[position]
-            target = ITEM if part == WHOLE else index
-        elif isinstance(block, dict) and block.get("type") in CALL_KINDS:
-            target = ITEM
-        else:
-            anchor = origin.elements[position] if position < len(origin.elements) else None
-            target = anchor[0] if anchor is not None and anchor[1] != WHOLE else FRESH
-        if groups and groups[-1][0] == target and target != ITEM:
-            groups[-1][1].append(block)
-            groups[-1] = (target, groups[-1][1], groups[-1][2] and side == 0)
-        else:
-            groups.append((target, [block], side == 0))
     out: list[Any] = []
-    for target, blocks, kept in groups:
+    for target, blocks, kept in _grouped(placed, origin):
         if target == ITEM:
             out += blocks  # whole items: carried ones as sent, fresh calls
         elif target == FRESH:
@@ -135,6 +120,27 @@ def changed_items(message: Message, origin: Origin, carrier: Carrier) -> list[An
         else:
             out.append(_rebuilt(client_item(carrier, target), blocks, kept=kept, role=role))
     return out
+
+
+def _grouped(placed: Sequence[Placed], origin: Origin) -> list[tuple[int, list[Any], bool]]:
+    """The placed blocks in runs by the item they go to: a client item's index (its content
+    parts), `ITEM` (a whole item, alone) or `FRESH`; and whether a run is all as sent."""
+    groups: list[tuple[int, list[Any], bool]] = []
+    for (position, side, _), block in placed:
+        if side == 0:  # a client element, kept
+            index, part = origin.elements[position]
+            target = ITEM if part == WHOLE else index
+        elif isinstance(block, dict) and block.get("type") in CALL_KINDS:
+            target = ITEM
+        else:  # a fresh part joins the item whose element it is placed beside
+            anchor = origin.elements[position] if position < len(origin.elements) else None
+            target = anchor[0] if anchor is not None and anchor[1] != WHOLE else FRESH
+        if groups and groups[-1][0] == target != ITEM:
+            _, blocks, kept = groups[-1]
+            groups[-1] = (target, [*blocks, block], kept and side == 0)
+        else:
+            groups.append((target, [block], side == 0))
+    return groups
 
 
 def _fresh_container(message: Message, parts: list[Any], carrier: Carrier) -> JSON:

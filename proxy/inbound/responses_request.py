@@ -70,7 +70,8 @@ def input_items(body: Mapping[str, Any]) -> tuple[Any, ...]:
 def responses_to_internal(
     body: JSON, *, summaries: Mapping[str, Sequence[Message]] | None = None
 ) -> tuple[JSON, Carrier]:
-    """The internal body for a Responses `body` checked by `request_problem`, and its carrier.
+    """The internal body for a Responses `body` (checked by `proxy.inbound.responses_check`),
+    and its carrier.
 
     `summaries`: for each compaction item of ctxproxy's in the input, by its `encrypted_content`,
     the messages standing for it (the stored summary, preserved tool output); a handle missing

@@ -22,8 +22,10 @@ from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stack import build_stack
 from proxy.stages.compact import make_compaction, plan_compaction
 from proxy.stages.prune import PruneSettings
+from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import CacheStyle, Message, SessionState, StageReport, Turn, WorkspaceView
 from tests.inbound.builders import chat_problem
+from tests.inbound.builders import wire_problem as messages_problem
 from tests.inbound.responses_builders import fixture, fixture_names, wire_problem
 from tests.inbound.responses_strategies import bodies
 
@@ -80,6 +82,15 @@ def test_recorded_requests_go_upstream_as_sent_and_as_valid_chat(name: str) -> N
     assert all(a is b for a, b in zip(out["input"], sent["input"], strict=True))
     assert wire_problem(out) is None
     assert chat_problem(chat) is None
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_recorded_requests_reach_an_anthropic_upstream_as_valid_messages(name: str) -> None:
+    """`kind = "anthropic"`: the prepared chat request, translated as the chat route does."""
+    sent = without_trigger(fixture(name)["body"])
+    _, chat, _ = prepare(sent, workspace=WORKSPACE)
+    request = to_messages_request(chat)
+    assert messages_problem({**request, "max_tokens": request.get("max_tokens", 1024)}) is None
 
 
 @pytest.mark.parametrize("name", fixture_names())
