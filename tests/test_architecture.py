@@ -191,6 +191,8 @@ def _immutable(value: ast.expr | None) -> bool:
         return _immutable(value.left) and (_immutable(right) or isinstance(right, ast.Set))
     if isinstance(value, ast.UnaryOp):
         return _immutable(value.operand)
+    if isinstance(value, ast.Starred):  # `(*TERMINAL, "done")`: a tuple of immutable parts
+        return _immutable(value.value)
     if isinstance(value, ast.Tuple):
         return all(_immutable(item) for item in value.elts)
     if isinstance(value, ast.Call):

@@ -20,20 +20,27 @@ client asked to stream; `proxy.inbound.responses_stream` uses the same writer in
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from proxy.inbound.sse_write import sse_event
 from proxy.types import JSON
 
-TERMINAL = {"completed": "response.completed", "incomplete": "response.incomplete"}
-ARGUMENT_EVENTS = {
-    "function_call": ("arguments", "response.function_call_arguments"),
-    "custom_tool_call": ("input", "response.custom_tool_call_input"),
-}
-PART_EVENTS = {
-    "output_text": ("text", "response.output_text"),
-    "refusal": ("refusal", "response.refusal"),
-}
+TERMINAL = MappingProxyType(
+    {"completed": "response.completed", "incomplete": "response.incomplete"}
+)
+ARGUMENT_EVENTS = MappingProxyType(
+    {
+        "function_call": ("arguments", "response.function_call_arguments"),
+        "custom_tool_call": ("input", "response.custom_tool_call_input"),
+    }
+)
+PART_EVENTS = MappingProxyType(
+    {
+        "output_text": ("text", "response.output_text"),
+        "refusal": ("refusal", "response.refusal"),
+    }
+)
 
 
 class EventWriter:

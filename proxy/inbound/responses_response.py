@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from proxy.inbound.responses_items import custom_input
 from proxy.types import JSON
 
-INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+INCOMPLETE = MappingProxyType({"length": "max_output_tokens", "content_filter": "content_filter"})
 
 
 def response_id_for(seed: str) -> str:

@@ -28,6 +28,7 @@ it failed) and further input gives nothing. Ids and the echo are those of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -47,7 +48,7 @@ from proxy.types import JSON
 from proxy.usage import Usage, usage_from
 
 CUT_SHORT = "The upstream stream ended before the answer was complete."
-PART_FIELDS = {"output_text": "text", "refusal": "refusal"}
+PART_FIELDS = MappingProxyType({"output_text": "text", "refusal": "refusal"})
 
 
 class ResponsesStreamTranslator:

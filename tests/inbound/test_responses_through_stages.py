@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from proxy.history import history_salt
+from proxy.compaction.plan import plan_compaction
+from proxy.compaction.stored import make_compaction
+from proxy.engine.pipeline import build_stack, draft_from_body, run_stages
+from proxy.history import history_salt, longest_matching
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.compaction_handle import sign_handle
 from proxy.inbound.responses_compaction import handles_in, without_trigger
 from proxy.inbound.responses_render import internal_to_responses
 from proxy.inbound.responses_request import responses_to_internal
-from proxy.pipeline import draft_from_body, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
-from proxy.stack import build_stack
-from proxy.stages.compact import make_compaction, plan_compaction
 from proxy.stages.prune import PruneSettings
 from proxy.translate.anthropic_request import to_messages_request
 from proxy.types import CacheStyle, Message, SessionState, StageReport, Turn, WorkspaceView
@@ -50,16 +50,20 @@ def prepare(
     tenant = tenant or TenantSettings()
     internal, carrier = responses_to_internal(sent, summaries=summaries)
     stack = build_stack(tenant, UpstreamSettings(kind="openai", cache_style=style))
+    client = draft_from_body(internal)
+    state = state or SessionState()
+    salt = history_salt(tenant.name, client.system.client)  # matched as the engine matches it
     turn = Turn(
         tenant=tenant.name,
         session="s1",
         model=str(internal.get("model")),
         now=1_000.0,
-        state=state or SessionState(),
+        state=state,
         workspace=workspace or WorkspaceView(),
         cache_style=style,
+        applied=longest_matching(client.messages, state.compactions, salt=salt),
     )
-    draft, reports = run_stages(stack.before, draft_from_body(internal), turn)
+    draft, reports = run_stages(stack.before, client, turn)
     prepared, after = stack.finish(draft, turn, client_messages=internal["messages"])
     reports += after
     assert not [r.stage for r in reports if r.skipped]  # no stage failed (they fail open)

@@ -18,12 +18,11 @@ from typing import Any
 import orjson
 import pytest
 
+from proxy.engine.pipeline import build_stack, draft_from_body, run_stages
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.responses_render import internal_to_responses
 from proxy.inbound.responses_request import responses_to_internal
-from proxy.pipeline import draft_from_body, run_stages
 from proxy.settings import TenantSettings, UpstreamSettings
-from proxy.stack import build_stack
 from proxy.stages.prune import PruneSettings
 from proxy.types import Turn
 from tests.e2e.test_trace_replays import replayed_turns
