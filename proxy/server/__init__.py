@@ -14,6 +14,7 @@ Modules, in the order a request meets them:
     relay        a whole answer relayed; stream_relay: a stream relayed event by event
     passthrough  every other `/v1/*` path, untouched
     admin        health, readiness, persisted outputs, sessions and events views
+    memory_view  the learned facts of a tenant: shown, forgotten
     access       the access line of each request; runner: serving on one socket, draining
     observe/     what a request did, told to the metrics and the events
 
