@@ -2,7 +2,7 @@
 
 `fact_line` makes one from what a model wrote: control characters become spaces (so a fact stays
 one line under `str.splitlines`, whose breaks include U+2028 and U+0085), any tag that would open
-or close a bootstrap section (`<soul>`, `</memory_index>`, …) is removed until none is left,
+or close a bootstrap section (`<soul>`, `</memory_index>`, …) becomes a space until none is left,
 spacing is folded, a date written in front is replaced by the compaction's, and the line is cut
 to `MAX_LINE_CHARS`. `fact_key` is what two facts are compared by: the text without its date,
 case-folded, with punctuation and spacing folded, so "Prefers ISO dates." and "prefers  ISO-dates"
@@ -32,7 +32,7 @@ def clean_text(text: str) -> str:
     """`text` with control characters as spaces, section tags removed, spacing folded."""
     plain = "".join(" " if unicodedata.category(c) in _BREAKING else c for c in text)
     while True:
-        stripped = _TAG.sub("", plain)
+        stripped = _TAG.sub(" ", plain)
         if stripped == plain:
             break
         plain = stripped

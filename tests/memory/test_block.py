@@ -13,7 +13,9 @@ ANSWER = (
 
 
 def test_facts_are_the_lines_starting_with_a_dash() -> None:
-    assert read_memory(ANSWER) == Extraction("facts", ("Lives in Lisbon.", "Prefers short answers."))
+    assert read_memory(ANSWER) == Extraction(
+        "facts", ("Lives in Lisbon.", "Prefers short answers.")
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from proxy.adapters.redis.breaker import Breaker
 from proxy.adapters.redis.codec import decode_hash
 from proxy.adapters.redis.keys import Keys
 from proxy.errors import StoreUnavailable
-from proxy.memory.fact import fact_key, matches
+from proxy.memory.fact import clean_line, fact_key, matches
 
 # KEYS: the hash. ARGV: max_lines, version token, ttl (0: none), then key, line pairs.
 ADD_FACTS = """
@@ -67,11 +67,13 @@ def add_args(lines: Sequence[str], *, max_lines: int, ttl_s: int) -> list[str | 
 
 
 def lines_of(fields: dict[str, str]) -> tuple[str, ...]:
-    """A hash's fact lines in the order learned (its `~` fields left out)."""
+    """A hash's fact lines in the order learned (its `~` fields left out), sanitised again (a
+    value someone wrote with `redis-cli` is not trusted into a system prompt)."""
     facts = []
     for name, value in fields.items():
-        if not name.startswith("~"):
-            seq, _, line = value.partition(" ")
+        seq, _, text = value.partition(" ")
+        line = None if name.startswith("~") else clean_line(text)
+        if line is not None:
             facts.append((int(seq) if seq.isdigit() else 0, line))
     return tuple(line for _, line in sorted(facts))
 
