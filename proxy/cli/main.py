@@ -1,4 +1,4 @@
-"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, demo.
+"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, memory, demo.
 
 Every mistake on the command line or in the config is one line on stderr and exit status 2:
 a usage error names the flag, a config error the file and the key, a socket that cannot be
@@ -96,11 +96,13 @@ def port_number(text: str) -> int:
 
 
 def add_extra_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`sessions` and `demo` live in their own modules."""
+    """`sessions`, `memory` and `demo` live in their own modules."""
+    from proxy.cli.memory import add_memory_command
     from proxy.cli.sessions import add_sessions_command
     from proxy.demo.command import add_demo_command
 
     add_sessions_command(commands)
+    add_memory_command(commands)
     add_demo_command(commands)
 
 
