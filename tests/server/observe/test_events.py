@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from proxy.adapters.redis.store import RedisStore
-from proxy.server.appkeys import LIFECYCLE
 from proxy.compaction.job import CompactionOutcome
+from proxy.server.appkeys import LIFECYCLE
 from proxy.server.observe.events import (
     background_compaction_event,
     compaction_event,
