@@ -201,10 +201,37 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         print(f"ctxproxy: no tenant {args.tenant!r} in {settings.source}", file=sys.stderr)
         return 2
     view = make_workspace(settings).view(args.tenant, args.session)
-    static, dynamic = assemble_system(view, settings=tenant.bootstrap)
+    facts = learned_facts(settings, args.tenant, args.session)
+    static, dynamic = assemble_system(view, settings=tenant.bootstrap, facts=facts)
     print("=== static part (cached, identical on every request) ===")
     print(static or "(empty)")
     print("=== client system content goes here ===")
     print("=== dynamic part (per user and session) ===")
     print(dynamic or "(empty)")
     return 0
+
+
+def learned_facts(settings: Settings, tenant: str, session: str) -> tuple[str, ...]:
+    """The facts the tenant's compactions learned, from the configured store (the embedded
+    store's are read from the workspace's files); none when memory is off or the store is down
+    (said on stderr)."""
+    import asyncio
+
+    from proxy.server.factories import make_store
+
+    memory = settings.tenants[tenant].memory
+    if not memory.enabled:
+        return ()
+
+    async def read() -> tuple[str, ...]:
+        store = make_store(settings)
+        try:
+            return await store.read_facts(tenant, memory.owner(session))
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(read())
+    except Exception as exc:
+        print(f"ctxproxy: learned facts not shown: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return ()
