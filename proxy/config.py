@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
 from proxy.logs import LOG_LEVELS
+from proxy.memory.ledger import MemorySettings
 from proxy.settings import (
     ServerSettings,
     Settings,
@@ -29,7 +30,8 @@ from proxy.settings import (
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-STAGES = ("bootstrap", "prune", "budgets", "compact", "cache")
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
+"""A tenant's sub-tables, one settings object each."""
 
 
 def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
@@ -70,13 +72,16 @@ def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
 
     The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
-    whatever the current folder. The sample workspace serves the example config and the demo."""
+    whatever the current folder. The sample workspace serves the example config and the demo.
+    For the same reason it learns no facts: any bearer is this tenant, and a fact one client's
+    conversation taught would be shown to every other (configure a tenant to have memory)."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
+    tenant = TenantSettings(memory=MemorySettings(enabled=False))
+    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:

@@ -15,6 +15,7 @@ from proxy.config import (
     load_settings,
 )
 from proxy.errors import ConfigError
+from proxy.memory.ledger import MemorySettings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
 
@@ -33,6 +34,7 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.workspace == (EXAMPLE.parent / "workspaces" / "default").resolve()
     assert tenant.budgets.command_tools == ("bash", "shell")
     assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
+    assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
@@ -42,6 +44,17 @@ def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
     assert settings.upstreams["openai"].base_url == "http://up/v1"
     assert list(settings.tenants) == ["default"]
     assert settings.tenants["default"].forward_client_key
+
+
+def test_only_a_configured_tenant_learns_facts_by_default(tmp_path: Path) -> None:
+    """The implicit tenant takes any bearer: what one client taught it would reach the next."""
+    assert not load_settings(None, environ={}).tenants["default"].memory.enabled
+    implicit = load_settings(write(tmp_path, "[server]\nport = 9000\n"), environ={})
+    assert not implicit.tenants["default"].memory.enabled
+    configured = load_settings(write(tmp_path, "[tenants.a]\n"), environ={})
+    assert configured.tenants["a"].memory == MemorySettings()
+    session = load_settings(write(tmp_path, "[tenants.a.memory]\nscope = 'session'\n"), environ={})
+    assert session.tenants["a"].memory.scope == "session"
 
 
 def test_environment_overrides_win(tmp_path: Path) -> None:
@@ -101,6 +114,9 @@ def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: s
         ),
         ("[tenants.a.prune]\nmax_chars = -5\n", "prune.max_chars", "must be 0 or more"),
         ("[tenants.a.cache]\nttl = '1d'\n", "cache.ttl", 'must be "5m" or "1h"'),
+        ("[tenants.a.memory]\nmax_lines = 0\n", "memory.max_lines", "must be at least 1"),
+        ("[tenants.a.memory]\nscope = 'user'\n", "memory.scope", 'must be "tenant" or "session"'),
+        ("[tenants.a.memory]\nforever = true\n", "memory.forever", "unknown key"),
     ],
 )
 def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
