@@ -2,12 +2,14 @@
 write to it. Pure (state in the object, time passed in). Tokens are characters / 4.
 
 Anthropic (`AnthropicCache`): a request is a sequence of blocks (tools, then each message's
-content parts and tool calls); a `cache_control` marker makes the prefix up to its block a
-breakpoint. A read takes the longest cached prefix that ends at a breakpoint or at one of the 20
-blocks before it, and refreshes that entry. A write stores the prefix at every marked block that
-reaches the minimum (1,024 tokens); one request writes once, from the read up to its furthest new
-breakpoint, and the part up to its last new 1-hour breakpoint counts as a 1-hour write. Entries
-live 5 minutes (`"ttl": "1h"` on the marker: an hour) from their last write or read.
+content parts and tool calls; a string content is one text part, as the Messages API sees it,
+so marking a message changes none of its bytes); a `cache_control` marker makes the prefix up to
+its block a breakpoint. A read takes the longest cached prefix that ends at a breakpoint or at
+one of the 20 blocks before it, and refreshes that entry. A write stores the prefix at every
+marked block that reaches the minimum (1,024 tokens); one request writes once, from the read up
+to its furthest new breakpoint, and the part up to its last new 1-hour breakpoint counts as a
+1-hour write. Entries live 5 minutes (`"ttl": "1h"` on the marker: an hour) from their last
+write or read.
 OpenAI (`OpenAICache`): the longest common prefix with a prompt seen in the last 10 minutes,
 counted only from 1,024 tokens and then in 128-token steps; no markers, no write charge.
 """
@@ -33,12 +35,13 @@ _ABSENT = (float("-inf"), 0.0)
 
 @dataclass(frozen=True, slots=True)
 class CacheUse:
-    """A request's prompt tokens read from the cache and written to it (`written_1h` of them at
-    the 1-hour lifetime)."""
+    """A request's prompt tokens as the cache counts them (`prompt`), how many it read from the
+    cache and wrote to it (`written_1h` of those at the 1-hour lifetime)."""
 
     read: int = 0
     written: int = 0
     written_1h: int = 0
+    prompt: int = 0
 
 
 def blocks(body: dict[str, Any]) -> Iterator[tuple[bytes, str | None]]:
@@ -58,6 +61,8 @@ def _message_blocks(message: dict[str, Any]) -> Iterator[tuple[bytes, str | None
     items = [*parts, *calls] or [""]
     for index, part in enumerate(items):
         ttl = _ttl(part) if isinstance(part, dict) else None
+        if isinstance(part, str):  # a string is one text part: marking it changes no byte
+            part = {"type": "text", "text": part}
         clean = {k: v for k, v in part.items() if k != "cache_control"} if ttl else part
         data = role + orjson.dumps(clean, option=orjson.OPT_SORT_KEYS)
         yield data, ttl or (own_ttl if index == len(items) - 1 else None)
@@ -103,7 +108,7 @@ class AnthropicCache:
             lifetime = max(lifetime if expires >= now else 0.0, TTL_S[ttl])
             self.entries[hashes[index]] = (now + lifetime, lifetime)
         self.written += end - hit
-        return CacheUse(read=hit, written=end - hit, written_1h=end_1h - hit)
+        return CacheUse(read=hit, written=end - hit, written_1h=end_1h - hit, prompt=total)
 
     def _read(self, now: float, hashes: list[bytes], tokens: list[int], marks: list[int]) -> int:
         best = 0
@@ -126,13 +131,14 @@ class OpenAICache:
     written: int = 0
 
     def serve(self, body: dict[str, Any], *, now: float) -> CacheUse:
-        text = b"".join(data for data, _ in blocks(body))
+        parts = [data for data, _ in blocks(body)]
+        text = b"".join(parts)
         self.prompts = [(t, p) for t, p in self.prompts if t >= now][-8:]
         common = max((_common_prefix(text, p) for _, p in self.prompts), default=0)
         self.prompts.append((now + self.ttl_s, text))
         tokens = common // CHARS_PER_TOKEN
         read = 0 if tokens < MIN_TOKENS else MIN_TOKENS + (tokens - MIN_TOKENS) // STEP * STEP
-        return CacheUse(read=read)
+        return CacheUse(read=read, prompt=sum(len(p) // CHARS_PER_TOKEN for p in parts))
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

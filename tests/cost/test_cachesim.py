@@ -36,7 +36,8 @@ def tokens_of(request: dict[str, Any]) -> list[int]:
 def test_a_marker_writes_its_prefix_and_the_next_request_reads_it() -> None:
     cache = AnthropicCache()
     first = body(PAD, "a", marked=(1,))
-    assert cache.serve(first, now=0.0) == CacheUse(read=0, written=tokens_of(first)[-1])
+    size = tokens_of(first)[-1]
+    assert cache.serve(first, now=0.0) == CacheUse(read=0, written=size, prompt=size)
     second = body(PAD, "a", "b", "c", marked=(3,))
     used = cache.serve(second, now=10.0)
     assert used.read == tokens_of(first)[-1]
@@ -109,7 +110,22 @@ def test_openai_caches_common_prefixes_from_1024_tokens_in_128_token_steps() -> 
     assert cache.serve(body("y" * 3000, "a"), now=2.0).read == 0  # 750 tokens in common at most
 
 
+def test_openai_counts_the_prompt_as_the_anthropic_model_does() -> None:
+    request = body(PAD, "a", "b")
+    assert OpenAICache().serve(request, now=0.0).prompt == tokens_of(request)[-1]
+
+
 def test_openai_prompts_expire_after_ten_minutes() -> None:
     cache = OpenAICache()
     cache.serve(body(PAD, "a"), now=0.0)
     assert cache.serve(body(PAD, "a", "b"), now=601.0).read == 0
+
+
+def test_a_string_and_the_same_text_as_a_marked_part_are_the_same_block() -> None:
+    """ctxproxy marks a message by turning its string into a text part; the next request sends
+    the string again. The Messages API sees one text part both times: the prefix still hits."""
+    cache = AnthropicCache()
+    marked = body(PAD, "a")
+    marked["messages"][1]["content"] = [{"type": "text", "text": "a", "cache_control": MARK}]
+    written = cache.serve(marked, now=0.0).written
+    assert cache.serve(body(PAD, "a", "b", marked=(2,)), now=1.0).read == written
