@@ -40,6 +40,8 @@ class Seen:
     problem: str
     written: int = 0
     written_1h: int = 0
+    cache_prompt: int = 0
+    """The request's prompt tokens as the cache model counts them (its blocks, not the JSON)."""
     body: dict[str, Any] | None = None
     """The request as received, when the fake keeps bodies (`keep_bodies`)."""
 
@@ -66,7 +68,10 @@ class FakeLLM:
         written = min(used.written, tokens - cached)
         kept = body if self.keep_bodies else None
         self.seen.append(
-            Seen(tokens, cached, summary, problem(body), written, min(used.written_1h, written), kept)
+            Seen(
+                tokens, cached, summary, problem(body), written, min(used.written_1h, written),
+                used.prompt, kept,
+            )
         )
         content = self.summary_text if summary else "ok"
         return web.json_response({
