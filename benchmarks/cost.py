@@ -38,10 +38,10 @@ from proxy.cost.pricing import Cost
 PRICED = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1"}
 TIMINGS = {"back to back": False, "human pauses": True}
 PRUNING = {
-    "every turn": "min_savings_chars = 0",
-    "batched 10k": "min_savings_chars = 10000",
-    "batched 30k": "min_savings_chars = 30000",
-    "batched 100k": "min_savings_chars = 100000",
+    "every turn": "min_savings_chars = 0\nwhen_cache_cold_s = 0",
+    "batched 10k": "min_savings_chars = 10000\nwhen_cache_cold_s = 0",
+    "batched 30k": "min_savings_chars = 30000\nwhen_cache_cold_s = 0",
+    "batched 100k": "min_savings_chars = 100000\nwhen_cache_cold_s = 0",
     "cache-cold": "min_savings_chars = 0\nwhen_cache_cold_s = {cache_life_s}",
     "off": "enabled = false",
 }
@@ -57,8 +57,9 @@ Setting = tuple[str, str, str]
 """(pruning, compaction, ttl): keys of `PRUNING`, `COMPACTION`, `TTLS`."""
 PREVIOUS: Setting = ("every turn", "auto (95k)", "5m")
 """ctxproxy's defaults before they were chosen by cost (the bench config's window: 128,000)."""
-DEFAULTS: Setting = PREVIOUS
-"""ctxproxy's defaults; the `code defaults` row (a tenant with no settings) must match them."""
+DEFAULTS: Setting = ("cache-cold", "25k", "5m")
+"""ctxproxy's defaults, chosen from the `--grid` run; the row of a tenant with no settings must
+match them."""
 CODE = "code defaults"
 
 
@@ -169,7 +170,8 @@ async def run_async(
         pauses = TIMINGS[timing]
         price = table.lookup(PRICED[style])
         assert isinstance(price, Price), f"{PRICED[style]} must be priced"
-        settings: list[Setting | str | None] = [None, CODE, *candidates(style, grid=grid)]
+        code: list[Setting | str | None] = [] if grid else [CODE]  # the grid holds the defaults
+        settings: list[Setting | str | None] = [None, *code, *candidates(style, grid=grid)]
         started = time.monotonic()
         for setting in settings:
             sessions = await replay_all(

@@ -23,6 +23,7 @@ from proxy.demo_upstream import Call, Say, SimulatedUpstream
 from proxy.sessions_view import context_bar
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
 from proxy.stages.compact import CompactSettings
+from proxy.stages.prune import PruneSettings
 
 Send = Callable[[list[dict[str, Any]]], Awaitable[tuple[dict[str, Any], Mapping[str, str]]]]
 """Sends the history through the proxy; the completion (JSON) and the response headers."""
@@ -160,6 +161,9 @@ def demo_settings(workspace: Path, upstream_url: str) -> Settings:
         workspace=workspace,
         upstream="simulated",
         compact=CompactSettings(threshold_tokens=THRESHOLD),
+        # Prune as soon as a result is old: the demo's turns come seconds apart, and waiting for
+        # a provider cache to go cold (the default) would show no pruning at all.
+        prune=PruneSettings(when_cache_cold_s=0),
     )
     return Settings(
         store=StoreSettings(url="memory://"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cost import DEFAULTS, candidates, tenant_toml
+from benchmarks.cost import DEFAULTS, PREVIOUS, candidates, tenant_toml
 from benchmarks.cost_replay import SessionCost, replay_session
 from proxy.cost.prices import Price
 from tests.traces import TRACE_DIR
@@ -53,9 +53,9 @@ async def test_direct_reads_almost_everything_from_cache(
 async def test_pruning_every_turn_misses_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    every = await replay(tmp_path / "every", tenant_toml("anthropic", *DEFAULTS), monkeypatch)
+    every = await replay(tmp_path / "every", tenant_toml("anthropic", *PREVIOUS), monkeypatch)
     off = await replay(
-        tmp_path / "off", tenant_toml("anthropic", "off", *DEFAULTS[1:]), monkeypatch
+        tmp_path / "off", tenant_toml("anthropic", "off", *PREVIOUS[1:]), monkeypatch
     )
     assert every.invalid == off.invalid == 0
     assert every.misses["prune"] >= 3 and set(every.misses) == {"prune"}
@@ -63,10 +63,10 @@ async def test_pruning_every_turn_misses_and_says_why(
     assert every.cost.cache_write > off.cost.cache_write
 
 
-def test_one_change_at_a_time_around_the_defaults() -> None:
+def test_one_change_at_a_time_around_the_defaults_then_the_previous_defaults() -> None:
     found = candidates("anthropic", grid=False)
-    assert found[0] == DEFAULTS
-    assert all(sum(a != b for a, b in zip(s, DEFAULTS, strict=True)) == 1 for s in found[1:])
+    assert found[0] == DEFAULTS and found[-1] == PREVIOUS != DEFAULTS
+    assert all(sum(a != b for a, b in zip(s, DEFAULTS, strict=True)) == 1 for s in found[1:-1])
     assert len(candidates("openai", grid=True)) < len(candidates("anthropic", grid=True))
 
 

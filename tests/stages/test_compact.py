@@ -20,7 +20,7 @@ from proxy.stages.compaction_plan import SUMMARY_PREFIX, CompactionPlan
 from proxy.types import Message, SessionState
 from tests.factories import assistant, draft, system, turn, user
 
-SETTINGS = CompactSettings()
+SETTINGS = CompactSettings(threshold_tokens="auto")
 
 
 def test_auto_threshold_is_window_minus_output_reserve_and_buffer() -> None:
