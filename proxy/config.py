@@ -2,7 +2,8 @@
 and it takes `environ` as a parameter.
 
 Every key is checked once at start-up: an unknown key, a wrong type or a bad value raises
-`ConfigError` naming the key and the file. Paths are relative to the config file.
+`ConfigError` naming the key and the file. Paths are relative to the config file. A tenant that
+sets no `prune.when_cache_cold_s` gets its upstream's cache lifetime (`cache_cold_after_s`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from proxy.settings import (
     StoreSettings,
     TenantSettings,
     UpstreamSettings,
+    cache_cold_after_s,
 )
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -81,6 +83,8 @@ def default_settings(environ: Mapping[str, str]) -> Settings:
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
     tenant = TenantSettings(memory=MemorySettings(enabled=False))
+    prune = replace(tenant.prune, when_cache_cold_s=cache_cold_after_s(upstream.cache_style, "5m"))
+    tenant = replace(tenant, prune=prune)
     return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
 
 
@@ -162,6 +166,9 @@ def _tenant(
         stage: build_table(type(getattr(tenant, stage)), stages[stage], f"{where}.{stage}", file)
         for stage in STAGES
     }
+    if "when_cache_cold_s" not in stages["prune"]:
+        cold = cache_cold_after_s(upstreams[tenant.upstream].cache_style, built["cache"].ttl)
+        built["prune"] = replace(built["prune"], when_cache_cold_s=cold)
     summarizer = built["compact"].summarizer_upstream
     if summarizer is not None and summarizer not in upstreams:
         raise ConfigError(

@@ -33,7 +33,8 @@ def test_documented_example_loads_with_every_section() -> None:
     assert settings.upstreams["claude"].kind == "anthropic"
     assert tenant.workspace == (EXAMPLE.parent / "workspaces" / "default").resolve()
     assert tenant.budgets.command_tools == ("bash", "shell")
-    assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
+    assert tenant.compact.threshold_tokens == 25_000 and tenant.prune.recent_keep == 2
+    assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
 
 
@@ -317,3 +318,31 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
+
+
+@pytest.mark.parametrize(
+    ("upstream", "cache", "cold_s"),
+    [
+        ('kind = "anthropic"', "", 300.0),
+        ('kind = "anthropic"', '[tenants.a.cache]\nttl = "1h"\n', 3600.0),
+        ('kind = "openai"', "", 600.0),
+        ('kind = "openai"\ncache_style = "none"', "", 0.0),
+    ],
+    ids=["anthropic-5m", "anthropic-1h", "openai", "no-cache"],
+)
+def test_pruning_waits_for_the_upstreams_cache_to_go_cold_unless_set(
+    tmp_path: Path, upstream: str, cache: str, cold_s: float
+) -> None:
+    base = f"[upstreams.u]\n{upstream}\n[tenants.a]\nupstream = 'u'\n{cache}"
+    settings = load_settings(write(tmp_path, base), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == cold_s
+    own = base + "[tenants.a.prune]\nwhen_cache_cold_s = 42\n"
+    settings = load_settings(write(tmp_path, own), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == 42.0
+
+
+def test_defaults_compact_at_25000_tokens_and_prune_once_the_cache_is_cold() -> None:
+    tenant = load_settings(None, environ={}).tenants["default"]
+    assert tenant.compact.threshold_tokens == 25_000
+    assert tenant.prune.when_cache_cold_s == 600.0  # the default upstream is OpenAI's
+    assert tenant.prune.min_savings_chars == 0 and tenant.cache.ttl == "5m"

@@ -23,6 +23,7 @@ from proxy.demo.script import FILES, LISTING, call_transcript
 from proxy.demo.upstream import Call, Say, SimulatedUpstream
 from proxy.errors import ConfigError
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
+from proxy.stages.prune import PruneSettings
 from proxy.usage import CHARS_PER_TOKEN
 
 Send = Callable[[list[dict[str, Any]]], Awaitable[tuple[dict[str, Any], Mapping[str, str]]]]
@@ -180,6 +181,9 @@ def demo_settings(workspace: Path, upstream_url: str) -> Settings:
         workspace=workspace,
         upstream="simulated",
         compact=CompactSettings(threshold_tokens=THRESHOLD),
+        # Prune as soon as a result is old: the demo's turns come seconds apart, and waiting for
+        # a provider cache to go cold (the default) would show no pruning at all.
+        prune=PruneSettings(when_cache_cold_s=0),
     )
     return Settings(
         store=StoreSettings(url="memory://"),

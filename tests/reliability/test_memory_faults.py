@@ -29,7 +29,7 @@ from proxy.compaction.job import CompactionOutcome
 from proxy.compaction.policy import CompactSettings
 from proxy.compaction.writeback import MemoryWriter
 from proxy.engine.engine import ContextEngine
-from proxy.engine.pipeline import build_stack
+from proxy.engine.pipeline import build_stack, draft_from_body
 from proxy.memory.fact import fact_key
 from proxy.memory.ledger import MemorySettings
 from proxy.ports import StateStore
@@ -179,8 +179,8 @@ async def compact(rig: Rig, case: Case) -> None:
     engine, session = rig.engine, f"s{case.index}"
     messages = history(case)
     body = {"model": "gpt-4o", "messages": messages}
-    turn, degraded = await engine.load_turn(case.path, session, "gpt-4o")
-    assert not degraded
+    turn = await engine.load_turn(case.path, session, draft_from_body(body))
+    assert not turn.degraded
     if case.path == "overflow":
         prepared = await engine.prepare(body, turn=turn, api_key=None, force_compact=True)
         case.outcome = prepared.compaction
@@ -190,7 +190,7 @@ async def compact(rig: Rig, case: Case) -> None:
     await engine.record(prepared, usage=Usage(tokens), completed=True, messages_in=len(messages))
     later = {"model": "gpt-4o", "messages": [*messages, {"role": "assistant", "content": "ok"},
                                              {"role": "user", "content": "next"}]}  # fmt: skip
-    turn, _ = await engine.load_turn(case.path, session, "gpt-4o")
+    turn = await engine.load_turn(case.path, session, draft_from_body(later))
     if case.path == "async":
         rig.background[session] = asyncio.get_running_loop().create_future()
     prepared = await engine.prepare(later, turn=turn, api_key=None)
