@@ -317,3 +317,25 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
+
+
+def test_the_responses_settings_load_and_check(tmp_path: Path) -> None:
+    text = (
+        '[server]\nsecret_env = "HANDLE_SECRET"\n'
+        '[upstreams.native]\nkind = "openai"\napi = "responses"\n'
+        '[tenants.a]\nupstream = "native"\nreport_usage = "client"\n'
+    )
+    settings = load_settings(write(tmp_path, text), environ={"HANDLE_SECRET": "s" * 40})
+    assert settings.server.secret == "s" * 40 and "s" * 40 not in repr(settings.server)
+    assert settings.upstreams["native"].api == "responses"
+    assert settings.tenants["a"].report_usage == "client"
+    assert load_settings(write(tmp_path, "[tenants.a]\n"), environ={}).server.secret is None
+    with pytest.raises(ConfigError, match=r"server\.secret_env: names a variable that is unset"):
+        load_settings(write(tmp_path, text), environ={"HANDLE_SECRET": "short"})
+    with pytest.raises(ConfigError, match=r"server\.secret: unknown key"):
+        load_settings(write(tmp_path, '[server]\nsecret = "inline"\n'), environ={})
+    anthropic = '[upstreams.c]\nkind = "anthropic"\napi = "responses"\n'
+    with pytest.raises(ConfigError, match=r"upstreams\.c\.api: \"responses\" is for kind"):
+        load_settings(write(tmp_path, anthropic), environ={})
+    with pytest.raises(ConfigError, match=r"tenants\.a\.report_usage: must be"):
+        load_settings(write(tmp_path, '[tenants.a]\nreport_usage = "both"\n'), environ={})
