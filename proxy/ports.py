@@ -6,7 +6,7 @@ compactions learn), `OutputStore` (persisted tool outputs), `EventStore` (the ev
 `SessionViews` (the operator's reads), `ResponseStore` (what the Responses edge keeps: the
 responses it served, the summaries behind compaction handles, the handles' secret);
 `StateStore` is all of them, with `ping` and `close`, for the app factory that wires them.
-`Summarizer`, `WorkspaceSource` and `Upstream` are the other edges.
+`Summarizer`, `WorkspaceSource`, `Upstream` and `ResponsesUpstream` are the other edges.
 
 Every port method is async except `WorkspaceSource.view` (a few `stat` calls, cached by mtime).
 A store method that cannot reach its backend raises `StoreUnavailable`; callers degrade.
@@ -208,4 +208,14 @@ class Upstream(Protocol):
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
     ) -> UpstreamReply:
         """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only."""
+        ...
+
+
+class ResponsesUpstream(Protocol):
+    """Sends a final Responses API body to a provider that serves `/responses`."""
+
+    async def send_responses(
+        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+    ) -> UpstreamReply:
+        """As `Upstream.send_chat`; a stream is the upstream's Responses events, as they come."""
         ...

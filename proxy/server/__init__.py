@@ -10,6 +10,11 @@ Modules, in the order a request meets them:
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry), relay, after-work
     body           reading and checking a chat body in one walk
+    responses      `POST /v1/responses`: the Responses API (Codex, the Agents SDK) on the same
+                   pipeline; responses_body: reading it and its turn; responses_compact: the
+                   compaction contract (and `/v1/responses/compact`); responses_records: what
+                   it keeps (responses served, summaries behind handles, the secret);
+                   responses_relay: its answers, relayed or translated
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
@@ -19,7 +24,7 @@ Modules, in the order a request meets them:
     runner         serving on one socket, draining
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
+An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its
 request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
 (recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
 concrete adapters.
