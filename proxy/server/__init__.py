@@ -14,7 +14,8 @@ Modules, in the order a request meets them:
                    pipeline; responses_body: reading it and its turn; responses_compact: the
                    compaction contract (and `/v1/responses/compact`); responses_records: what
                    it keeps (responses served, summaries behind handles, the secret);
-                   responses_relay: its answers, relayed or translated
+                   responses_relay: its answers, relayed or translated (responses_streams:
+                   a stream's events)
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event

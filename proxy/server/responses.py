@@ -39,7 +39,8 @@ from proxy.server.responses_body import (
 )
 from proxy.server.responses_compact import answer_compaction
 from proxy.server.responses_records import Records
-from proxy.server.responses_relay import Answer, end_with_error, relay_answer
+from proxy.server.responses_relay import end_with_error, relay_answer
+from proxy.server.responses_streams import Answer
 from proxy.types import JSON
 
 
