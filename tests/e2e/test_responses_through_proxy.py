@@ -64,10 +64,12 @@ async def test_a_stream_sends_the_responses_events_and_usage_on_completion(
     upstream: Upstream,
 ) -> None:
     upstream.say("A streamed answer, in pieces.")
-    async with upstream.client() as client:
-        async with client.responses.stream(model=MODEL, input="stream please") as stream:
-            kinds = [event.type async for event in stream]
-            final = await stream.get_final_response()
+    async with (
+        upstream.client() as client,
+        client.responses.stream(model=MODEL, input="stream please") as stream,
+    ):
+        kinds = [event.type async for event in stream]
+        final = await stream.get_final_response()
     assert kinds[:2] == ["response.created", "response.in_progress"]
     assert {"response.output_item.added", "response.output_text.delta"} <= set(kinds)
     assert kinds[-1] == "response.completed"
@@ -90,8 +92,10 @@ async def test_function_tools_and_a_continuation_by_previous_response_id(
             ("call_1", "weather", {"city": "Lisbon"}), ("call_2", "weather", {"city": "Oslo"})
         ]  # fmt: skip
         await settled(upstream.proxy.app)
-        outputs = [{"type": "function_call_output", "call_id": c.call_id, "output": f"{c.call_id}: ok"}
-                   for c in calls]  # fmt: skip
+        outputs = [
+            {"type": "function_call_output", "call_id": c.call_id, "output": f"{c.call_id}: ok"}
+            for c in calls
+        ]
         second = await client.responses.create(
             model=MODEL, input=outputs, tools=[WEATHER], previous_response_id=first.id
         )
