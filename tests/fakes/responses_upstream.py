@@ -99,7 +99,8 @@ def _response(body: JSON, reply: Any, usage: Callable[[JSON, Any], JSON]) -> JSO
         "usage": {
             "input_tokens": chat["prompt_tokens"],
             "input_tokens_details": {
-                "cached_tokens": chat["prompt_tokens_details"]["cached_tokens"]
+                "cached_tokens": chat["prompt_tokens_details"]["cached_tokens"],
+                "cache_write_tokens": 0,
             },
             "output_tokens": chat["completion_tokens"],
             "output_tokens_details": {"reasoning_tokens": 0},
