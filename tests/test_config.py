@@ -35,6 +35,7 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.budgets.command_tools == ("bash", "shell")
     assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
+    assert settings.upstreams["openai"].api == "chat" and tenant.report_usage == "upstream"
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
