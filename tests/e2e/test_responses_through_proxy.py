@@ -8,13 +8,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 
 from proxy.inbound.compaction_handle import PREFIX
+from proxy.server.appkeys import STORE
 from tests.e2e.agent import settled
 from tests.e2e.conftest import MakeAnthropicProxy
 from tests.e2e.responses_upstreams import KINDS, Upstream, make_upstream
+from tests.fakes.openai_upstream import Reply
+from tests.inbound.responses_builders import events_of
 from tests.server.conftest import MakeProxy
 
 JSON = dict[str, Any]
@@ -182,3 +186,27 @@ async def test_report_usage_client_scales_input_tokens_to_the_full_history(
     assert upstream_usage is not None and client_usage is not None
     assert client_usage.input_tokens > upstream_usage.input_tokens * 1.3
     assert client_usage.output_tokens == upstream_usage.output_tokens
+
+
+async def test_a_stream_the_upstream_cuts_ends_with_response_failed(make_proxy: MakeProxy) -> None:
+    proxy = await make_proxy(workspace=False)
+    proxy.fake.script.append(Reply(content="a long answer cut short", chunks=4, cut_after=2))
+    body = {"model": MODEL, "input": "hello", "stream": True}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            proxy.server.make_url("/v1/responses"),
+            json=body,
+            headers={"Authorization": "Bearer k", "X-Ctx-Session": "cut-1"},
+        ) as answer,
+    ):
+        raw = await answer.read()
+    events = events_of(raw)
+    assert answer.status == 200
+    assert "response.output_text.delta" in [e["type"] for e in events]
+    assert events[-1]["type"] == "response.failed"
+    assert "cut" in events[-1]["response"]["error"]["message"]
+    await settled(proxy.app)
+    state = await proxy.app[STORE].load("default", "cut-1")
+    assert state.int_field("requests") == 1  # recorded, without usage: the answer never completed
+    assert state.int_field("last_prompt_tokens") == 0
