@@ -107,7 +107,7 @@ class Records:
             if pass_unknown:
                 return body
             raise StoreDown("previous_response_id cannot be read: the store is down.") from exc
-        record = record_from_json(orjson.loads(raw)) if raw is not None else None
+        record = record_from_json(_loads(raw)) if raw is not None else None
         if record is not None:
             return expand_previous(body, record)
         if pass_unknown:
@@ -143,7 +143,7 @@ class Records:
                 raw = await self._store.get_record(self._tenant, "summary", opened.summary_id)
             except StoreUnavailable as exc:
                 raise StoreDown("A compaction item's summary cannot be read now.") from exc
-            kept = orjson.loads(raw) if raw is not None else None
+            kept = _loads(raw) if raw is not None else None
             if not isinstance(kept, dict) or kept.get("prefix") != opened.prefix_hash:
                 reason = "compaction handle's summary is no longer kept (expired)"
                 raise refusal(compaction_refused(index, reason))
@@ -168,3 +168,11 @@ class Records:
             summary_id=summary_id,
             expires_at=expires_at,
         )
+
+
+def _loads(raw: bytes) -> Any:
+    """A stored record as JSON; None for one that is not (it is then unknown)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None

@@ -86,7 +86,12 @@ def whole_answer(
         return web.Response(status=reply.status, body=body, headers=merged), Served(
             Relayed(None, completed=False), None
         )
-    found = orjson.loads(body)
+    try:
+        found = orjson.loads(body)
+    except orjson.JSONDecodeError:  # not JSON after all: relayed as it came, nothing read
+        return web.Response(status=200, body=body, headers=merged), Served(
+            Relayed(None, completed=True), None
+        )
     if native:
         usage = usage_of_response(found)
         if answer.scale is not None:
