@@ -10,12 +10,8 @@ Modules, in the order a request meets them:
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry), relay, after-work
     body           reading and checking a chat body in one walk
-    responses      `POST /v1/responses`: the Responses API (Codex, the Agents SDK) on the same
-                   pipeline; responses_body: reading it and its turn; responses_compact: the
-                   compaction contract (and `/v1/responses/compact`); responses_records: what
-                   it keeps (responses served, summaries behind handles, the secret);
-                   responses_relay: its answers, relayed or translated (responses_streams:
-                   a stream's events)
+    responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
+                   responses, handles), _compact (the compaction contract), _relay, _streams
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
