@@ -35,7 +35,6 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.budgets.command_tools == ("bash", "shell")
     assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
-    assert settings.upstreams["openai"].api == "chat" and tenant.report_usage == "upstream"
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
@@ -318,25 +317,3 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
-
-
-def test_the_responses_settings_load_and_check(tmp_path: Path) -> None:
-    text = (
-        '[server]\nsecret_env = "HANDLE_SECRET"\n'
-        '[upstreams.native]\nkind = "openai"\napi = "responses"\n'
-        '[tenants.a]\nupstream = "native"\nreport_usage = "client"\n'
-    )
-    settings = load_settings(write(tmp_path, text), environ={"HANDLE_SECRET": "s" * 40})
-    assert settings.server.secret == "s" * 40 and "s" * 40 not in repr(settings.server)
-    assert settings.upstreams["native"].api == "responses"
-    assert settings.tenants["a"].report_usage == "client"
-    assert load_settings(write(tmp_path, "[tenants.a]\n"), environ={}).server.secret is None
-    with pytest.raises(ConfigError, match=r"server\.secret_env: names a variable that is unset"):
-        load_settings(write(tmp_path, text), environ={"HANDLE_SECRET": "short"})
-    with pytest.raises(ConfigError, match=r"server\.secret: unknown key"):
-        load_settings(write(tmp_path, '[server]\nsecret = "inline"\n'), environ={})
-    anthropic = '[upstreams.c]\nkind = "anthropic"\napi = "responses"\n'
-    with pytest.raises(ConfigError, match=r"upstreams\.c\.api: \"responses\" is for kind"):
-        load_settings(write(tmp_path, anthropic), environ={})
-    with pytest.raises(ConfigError, match=r"tenants\.a\.report_usage: must be"):
-        load_settings(write(tmp_path, '[tenants.a]\nreport_usage = "both"\n'), environ={})
