@@ -30,8 +30,7 @@ from proxy.settings import (
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-MIN_SECRET_CHARS = 32
-"""A compaction handle secret's least length (bytes of its UTF-8)."""
+MIN_SECRET_CHARS = 32  # a compaction handle secret's least length (bytes of its UTF-8)
 STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
 """A tenant's sub-tables, one settings object each."""
 
@@ -137,8 +136,6 @@ def _upstream(name: str, table: Any, environ: Mapping[str, str], file: str) -> U
     upstream = build_table(UpstreamSettings, table, where, file, base=defaults, allowed=allowed)
     if upstream.kind not in ("openai", "anthropic"):
         raise ConfigError('must be "openai" or "anthropic"', key=f"{where}.kind", file=file)
-    if upstream.api == "responses" and upstream.kind != "openai":
-        raise ConfigError('"responses" is for kind = "openai" only', key=f"{where}.api", file=file)
     if upstream.cache_style not in ("openai", "anthropic", "none"):
         raise ConfigError(
             "must be openai, anthropic or none", key=f"{where}.cache_style", file=file

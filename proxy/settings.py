@@ -71,6 +71,10 @@ class UpstreamSettings:
     api_key: str | None = field(default=None, repr=False)
     """Resolved from `api_key_env` at load time; never logged (repr=False)."""
 
+    def __post_init__(self) -> None:
+        if self.api == "responses" and self.kind != "openai":
+            raise InvalidSetting("api", '"responses" is for kind = "openai" only')
+
 
 @dataclass(frozen=True, slots=True)
 class TenantSettings:
