@@ -32,6 +32,7 @@ from proxy.settings import (
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
+MIN_SECRET_CHARS = 32  # a compaction handle secret's least length (bytes of its UTF-8)
 STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
 """A tenant's sub-tables, one settings object each."""
 
@@ -100,9 +101,11 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     if unknown:
         raise ConfigError("unknown section", key=sorted(unknown)[0], file=file)
     base = path.resolve().parent
-    server = build_table(ServerSettings, raw.get("server", {}), "server", file)
+    allowed = {f.name for f in fields(ServerSettings)} - {"secret"}
+    server = build_table(ServerSettings, raw.get("server", {}), "server", file, allowed=allowed)
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
+    server = _with_secret(server, environ, file)
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
     _check_store_url(store.url, file)
     upstreams = {
@@ -212,6 +215,18 @@ def _default_tenant(
         key="tenants",
         file=file,
     )
+
+
+def _with_secret(server: ServerSettings, environ: Mapping[str, str], file: str) -> ServerSettings:
+    """`server` with the compaction handles' secret read from `secret_env`, which must name a
+    variable holding at least `MIN_SECRET_CHARS` characters."""
+    if server.secret_env is None:
+        return server
+    secret = environ.get(server.secret_env) or ""
+    if len(secret.encode()) < MIN_SECRET_CHARS:
+        rule = f"names a variable that is unset or shorter than {MIN_SECRET_CHARS} characters"
+        raise ConfigError(rule, key="server.secret_env", file=file)
+    return replace(server, secret=secret)
 
 
 def _check_digest(value: str, key: str, file: str) -> None:

@@ -41,6 +41,11 @@ class ServerSettings:
     max_body_bytes: int = 33_554_432
     admin_keys: tuple[str, ...] = ()
     drain_timeout_s: float = 30.0
+    secret_env: str | None = None
+    """The variable holding the secret that signs compaction handles (Responses API); unset:
+    one is generated once and kept in the store."""
+    secret: str | None = field(default=None, repr=False)
+    """Resolved from `secret_env` at load time; never logged (repr=False)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -67,6 +72,9 @@ class StoreSettings:
 @dataclass(frozen=True, slots=True)
 class UpstreamSettings:
     kind: Literal["openai", "anthropic"] = "openai"
+    api: Literal["chat", "responses"] = "chat"
+    """What a Responses client's request is sent as (`kind = "openai"` only): `responses`
+    natively to `/responses`, `chat` translated to `/chat/completions`."""
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str = "OPENAI_API_KEY"
     cache_style: CacheStyle = "openai"
@@ -79,6 +87,10 @@ class UpstreamSettings:
     name: str = ""
     api_key: str | None = field(default=None, repr=False)
     """Resolved from `api_key_env` at load time; never logged (repr=False)."""
+
+    def __post_init__(self) -> None:
+        if self.api == "responses" and self.kind != "openai":
+            raise InvalidSetting("api", '"responses" is for kind = "openai" only')
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,9 @@ class TenantSettings:
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    report_usage: Literal["upstream", "client"] = "upstream"
+    """The usage an answer in an inbound API's own shape reports: the upstream's, or input
+    tokens scaled to the client's full history (`client`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,27 @@ class Compactor:
             outcome, saved_chars=saved, folded_chars=decide.folded_chars(job.working, plan)
         )
 
+    async def summarize_all(self, job: CompactionJob) -> CompactionOutcome:
+        """A client's own compaction request (the Responses API's): `job.plan` covers the whole
+        working history, summarized in one call after the archive (best effort: the client
+        drops its history whatever is kept here). `done` with `messages` = the summary and the
+        preserved tool output standing for it all; nothing is stored in the session and no lock
+        is taken (the caller keeps the messages behind a handle). `failed` with why when no
+        summary came; the facts of an answer are kept either way."""
+        plan = job.plan
+        if plan is None or not job.working:
+            return _outcome(job, "failed", "nothing_to_summarize")
+        summarizer = self._summarizer(job.settings.summarizer_upstream or job.upstream)
+        if summarizer is None:
+            return _outcome(job, "failed", "no_summarizer")
+        await self._archive(job)
+        summary, reason, answer = await summarize(job, plan, summarizer)
+        learned = await self._learn(job, answer)
+        if not summary:
+            return _learned(_outcome(job, "failed", reason), learned)
+        messages = compacted_history(job, plan, len(job.client_history), summary)
+        return _learned(CompactionOutcome("done", "compacted", tuple(messages)), learned)
+
     async def _learn(self, job: CompactionJob, answer: str | None) -> Learned:
         if self._memory is None:
             return Learned()

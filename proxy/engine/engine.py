@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionJob
-from proxy.compaction.plan import plan_compaction
+from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.compaction.plan import CompactionPlan, plan_compaction
 from proxy.compaction.policy import (
     last_compaction_efficiency,
     should_compact,
@@ -150,6 +150,17 @@ class ContextEngine:
             compaction=outcome,
         )
 
+    async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:
+        """The whole of the client's history (`turn.client`) summarized, for a client that asks
+        for a compaction itself (the Responses API's): the stages before compaction run first
+        (a stored compaction, budgets, pruning), then one summarizer call
+        (`Compactor.summarize_all`); nothing is stored in the session."""
+        stack = self._stacks[turn.tenant]
+        before = stack.before_degraded if turn.degraded else stack.before
+        draft, _ = run_stages(before, turn.client, turn)
+        job = compaction_job(stack, draft, turn, api_key, forced=True, whole=True)
+        return await self._compactor.summarize_all(job)
+
     async def persist_outputs(self, prepared: Prepared) -> int:
         """Store the full texts that budgets replaced by `<persisted-output>` blocks.
 
@@ -208,13 +219,17 @@ def compaction_job(
     api_key: str | None,
     *,
     forced: bool = False,
+    whole: bool = False,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts): where it is cut, and the body the upstream would be sent for the part
     summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
-    the upstream said the context is too long."""
+    the upstream said the context is too long; `whole`: every message is summarized."""
     settings = stack.tenant.compact
-    plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
+    if whole:
+        plan: CompactionPlan | None = CompactionPlan(split=len(draft.messages))
+    else:
+        plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
     use_transcript = turn.cache_style == "none"
     prefix_body = None
     if plan is not None and not use_transcript:

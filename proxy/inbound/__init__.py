@@ -18,7 +18,7 @@ A Responses request meets: responses_session (Codex's headers) → responses_pre
 compaction item) → responses_check → responses_request (items, carrier) → [the pipeline] →
 responses_render and responses_input (a Responses upstream's body) or chat_request; back:
 responses_response, responses_stream and responses_events (a chat upstream's answer → a Response
-and its events), responses_usage, responses_errors.
+and its events), responses_usage, responses_errors; usage_report (`report_usage = "client"`).
 
 May import the foundation (`proxy.types`, `proxy.sse`, `proxy.usage`, `proxy.errors`,
 `proxy.content`, `proxy.identity`) and `proxy.translate`; never aiohttp, Redis or an SDK.

@@ -43,6 +43,7 @@ from proxy.inbound.responses_response import (
     message_item,
     response_shell,
 )
+from proxy.inbound.usage_report import scaled_chat_usage
 from proxy.sse import SSEDecoder
 from proxy.types import JSON
 from proxy.usage import Usage, usage_from
@@ -54,8 +55,18 @@ PART_FIELDS = MappingProxyType({"output_text": "text", "refusal": "refusal"})
 class ResponsesStreamTranslator:
     """One streamed answer; one instance per request."""
 
-    def __init__(self, *, request: Mapping[str, Any], response_id: str, created_at: int) -> None:
+    def __init__(
+        self,
+        *,
+        request: Mapping[str, Any],
+        response_id: str,
+        created_at: int,
+        scale: float | None = None,
+    ) -> None:
+        """`scale`: report the input tokens scaled by it (`proxy.inbound.usage_report`); the
+        `usage` property stays the upstream's own."""
         self.request = request
+        self._scale = scale
         self.response_id = response_id
         self.created_at = created_at
         self.done = False
@@ -247,8 +258,9 @@ class ResponsesStreamTranslator:
             )
         self.done = True
         assert self._shell is not None
-        self.response = finished(
-            self._shell, self._output, finish_reason=self._finish, usage=self._usage
-        )
+        usage = self._usage
+        if self._scale is not None:
+            usage = scaled_chat_usage(usage, self._scale)
+        self.response = finished(self._shell, self._output, finish_reason=self._finish, usage=usage)
         out.append(self._writer.finish(self.response))
         return b"".join(out)

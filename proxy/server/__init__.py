@@ -10,6 +10,8 @@ Modules, in the order a request meets them:
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry), relay, after-work
     body           reading and checking a chat body in one walk
+    responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
+                   responses, handles), _compact (the compaction contract), _relay, _streams
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
@@ -19,7 +21,7 @@ Modules, in the order a request meets them:
     runner         serving on one socket, draining
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
+An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its
 request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
 (recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
 concrete adapters.

@@ -41,13 +41,22 @@ from proxy.server.appkeys import (
 )
 from proxy.server.body import KnownTools
 from proxy.server.chat import chat_completions
-from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
+from proxy.server.factories import (
+    make_responses_upstream,
+    make_store,
+    make_summarizer,
+    make_upstream,
+    make_workspace,
+)
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
+from proxy.server.responses import create_response
+from proxy.server.responses_compact import compact_endpoint
+from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -81,6 +90,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
         client_max_size=settings.server.max_body_bytes,
         handler_args=SERVER_HANDLER_ARGS,
     )
+    services.handle_secret = HandleSecret(settings.server.secret)
     app[SERVICES] = services
     app[SETTINGS] = settings
     app[KEYRING] = services.keyring
@@ -97,6 +107,8 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_get("/metrics", admin.metrics_endpoint)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/chat/completions", chat_completions)
+    app.router.add_post("/v1/responses", create_response)
+    app.router.add_post("/v1/responses/compact", compact_endpoint)
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)
     app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
     app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)
@@ -129,6 +141,11 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         app[UPSTREAMS] = services.upstreams = {
             name: make_upstream(settings.upstreams[t.upstream], http, via=via)
             for name, t in settings.tenants.items()
+        }
+        services.responses_upstreams = {
+            name: native
+            for name, t in settings.tenants.items()
+            if (native := make_responses_upstream(settings.upstreams[t.upstream], http, via=via))
         }
         app[STORE] = services.store = store
         memory = MemoryWriter(store, on_write=services.metrics.count_memory_write)

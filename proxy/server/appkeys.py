@@ -13,9 +13,10 @@ from aiohttp import web
 
 from proxy.engine.engine import ContextEngine
 from proxy.errors import Forbidden
-from proxy.ports import StateStore, Upstream
+from proxy.ports import ResponsesUpstream, StateStore, Upstream
 from proxy.server.body import KnownTools
 from proxy.server.keys import Caller, KeyRing
+from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 from proxy.usage import Usage
 
@@ -92,6 +93,10 @@ class Services:
     """Set at start-up (`create_app`'s resources), like `engine` and `upstreams`."""
     engine: ContextEngine = field(init=False)
     upstreams: Mapping[str, Upstream] = field(init=False)
+    responses_upstreams: Mapping[str, ResponsesUpstream] = field(init=False)
+    """By tenant, for the tenants whose upstream has `api = "responses"`."""
+    handle_secret: HandleSecret = field(init=False)
+    """The secret signing compaction handles (the Responses routes)."""
 
 
 @dataclass(slots=True)

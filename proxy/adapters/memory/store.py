@@ -18,8 +18,10 @@ from proxy.adapters.memory.archive import ArchiveFiles
 from proxy.adapters.memory.events import EventRing
 from proxy.adapters.memory.facts import FactFiles
 from proxy.adapters.memory.outputs import MAX_CHARS, MemoryOutputs
+from proxy.adapters.memory.records import MemoryRecords
 from proxy.adapters.memory.sessions import SessionEntry, SessionTable, describe_session, list_recent
 from proxy.memory.ledger import Scope
+from proxy.ports import RecordKind
 from proxy.types import JSON, SessionState, StoredCompaction
 
 
@@ -44,6 +46,8 @@ class MemoryStore:
         self._outputs = MemoryOutputs(ttl_s=session_ttl_s, max_chars=max_output_chars)
         self._ring = EventRing(maxlen=events_max)
         self._facts = FactFiles(facts_dir_for)
+        self._records = MemoryRecords(ttl_s=session_ttl_s)
+        self._secret: bytes | None = None
 
     async def ping(self) -> bool:
         return True
@@ -157,6 +161,18 @@ class MemoryStore:
 
     async def get_output(self, tenant: str, output_id: str) -> str | None:
         return self._outputs.get(tenant, output_id, now=self._clock())
+
+    async def put_record(self, tenant: str, kind: RecordKind, record_id: str, value: bytes) -> None:
+        self._records.put((tenant, kind, record_id), value, now=self._clock())
+
+    async def get_record(self, tenant: str, kind: RecordKind, record_id: str) -> bytes | None:
+        return self._records.get((tenant, kind, record_id), now=self._clock())
+
+    async def handle_secret(self, candidate: bytes) -> bytes:
+        """Kept for the process's lifetime: a restart makes the handles it signed unreadable."""
+        if self._secret is None:
+            self._secret = candidate
+        return self._secret
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         ring = self._ring  # appended here, not through a call: this runs on every request

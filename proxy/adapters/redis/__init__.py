@@ -1,7 +1,7 @@
 """The Redis store: `StateStore` on Redis (DESIGN §5), one pipelined round trip per operation.
 
-    store       `RedisStore`: load, record, outputs, events, facts; the compactor's archive,
-                lock and fenced save
+    store       `RedisStore`: load, record, outputs, events, facts, Responses records and the
+                handle secret; the compactor's archive, lock and fenced save
     pool        the connection pool packing commands in C, and a lean pipeline
     breaker     the circuit breaker, per-operation timeout and bound on operations at once
     keys        the key layout (`{tenant:session}` hash tags: one session, one cluster slot)

@@ -27,6 +27,15 @@ class Keys:
             return f"{self.prefix}{{{tenant}}}:memory"
         return self.session(tenant, owner, "memory")
 
+    def record(self, tenant: str, kind: str, record_id: str) -> str:
+        """A Responses edge record (`P{t}:response:ID`, `P{t}:summary:ID`); `record_id` is safe
+        (`proxy.identity.safe_id`, or one of ours)."""
+        return f"{self.prefix}{{{tenant}}}:{kind}:{record_id}"
+
+    def handle_secret(self) -> str:
+        """The secret signing compaction handles, shared by every replica."""
+        return f"{self.prefix}handle_secret"
+
     def sessions(self, tenant: str) -> str:
         return f"{self.prefix}{{{tenant}}}:sessions"
 

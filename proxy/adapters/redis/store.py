@@ -32,6 +32,7 @@ from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_p
 from proxy.errors import StoreUnavailable
 from proxy.logs import redacted_url
 from proxy.memory.ledger import Scope
+from proxy.ports import RecordKind
 from proxy.types import JSON, SessionState, StoredCompaction
 
 MAX_CONNECTIONS = 64
@@ -214,6 +215,22 @@ class RedisStore:
 
         found = await self._breaker.call(op)
         return None if found is None else found.decode()
+
+    async def put_record(self, tenant: str, kind: RecordKind, record_id: str, value: bytes) -> None:
+        key = self._keys.record(tenant, kind, record_id)
+        command: Command = ("SET", key, value, "EX", self._ttl)
+        await self._breaker.call(lambda: run_pipeline(self._pool, [command]))
+
+    async def get_record(self, tenant: str, kind: RecordKind, record_id: str) -> bytes | None:
+        command: Command = ("GET", self._keys.record(tenant, kind, record_id))
+        (found,) = await self._breaker.call(lambda: run_pipeline(self._pool, [command]))
+        return None if found is None else bytes(found)
+
+    async def handle_secret(self, candidate: bytes) -> bytes:
+        key = self._keys.handle_secret()  # one key: one slot in a cluster too
+        commands: list[Command] = [("SET", key, candidate, "NX"), ("GET", key)]
+        _, kept = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+        return bytes(kept)
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         events = self._keys.events()
