@@ -87,7 +87,8 @@ async def test_concurrent_adds_keep_each_fact_once(store: StateStore) -> None:
     batches = [[fact(f"fact {j}") for j in range(i, i + 5)] for i in range(20)]
     added = await asyncio.gather(*(store.add_facts("t", None, b, max_lines=100) for b in batches))
     assert sum(added) == 24
-    assert await store.read_facts("t", None) == tuple(fact(f"fact {j}") for j in range(24))
+    kept = await store.read_facts("t", None)  # in the order the adds reached the store
+    assert len(kept) == 24 and set(kept) == {fact(f"fact {j}") for j in range(24)}
 
 
 async def test_two_redis_replicas_add_each_fact_once_and_see_each_others(
