@@ -103,6 +103,7 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     server = build_table(ServerSettings, raw.get("server", {}), "server", file)
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
+    server = replace(server, prices=_prices(server.prices, base, file))
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
     _check_store_url(store.url, file)
     upstreams = {
@@ -183,6 +184,19 @@ def _tenant(
         )
     workspace = _workspace(tenant.workspace, base, f"{where}.workspace", file)
     return replace(tenant, name=name, workspace=workspace, **built)
+
+
+def _prices(path: str, base: Path, file: str) -> str:
+    """The price table's path, relative to the config file's folder: a configured one must be a
+    file; without the key, `prices.toml` beside the config file when it exists, else none."""
+    if not path:
+        beside = base / "prices.toml"
+        return str(beside) if beside.is_file() else ""
+    resolved = (base / path).resolve()
+    if not resolved.is_file():
+        problem = "is not a file" if resolved.exists() else "does not exist"
+        raise ConfigError(f"{resolved} {problem}", key="server.prices", file=file)
+    return str(resolved)
 
 
 def _workspace(path: Path | None, base: Path, key: str, file: str) -> Path | None:

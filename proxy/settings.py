@@ -41,6 +41,10 @@ class ServerSettings:
     max_body_bytes: int = 33_554_432
     admin_keys: tuple[str, ...] = ()
     drain_timeout_s: float = 30.0
+    prices: str = ""
+    """The price table (`config/prices.toml`'s format). `load_settings` resolves it relative to
+    the config file and, when the key is absent, takes `prices.toml` beside the config file if
+    there is one; empty: no table, nothing is priced (`proxy.server.observe.bill`)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

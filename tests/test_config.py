@@ -36,6 +36,26 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.compact.threshold_tokens == 25_000 and tenant.prune.recent_keep == 2
     assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
+    assert settings.server.prices == str(EXAMPLE.parent / "prices.toml")  # found beside it
+
+
+def test_prices_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "p.toml").write_text("", encoding="utf-8")
+    settings = load_settings(write(tmp_path, '[server]\nprices = "tables/p.toml"\n'), environ={})
+    assert settings.server.prices == str(tmp_path.resolve() / "tables" / "p.toml")
+
+
+def test_without_a_prices_key_or_a_table_beside_the_config_nothing_is_priced(
+    tmp_path: Path,
+) -> None:
+    assert load_settings(write(tmp_path, ""), environ={}).server.prices == ""
+
+
+def test_a_missing_price_table_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        load_settings(write(tmp_path, '[server]\nprices = "nope.toml"\n'), environ={})
+    assert "server.prices" in str(caught.value)
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:

@@ -20,6 +20,7 @@ from aiohttp import web
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
 from proxy.compaction.writeback import MemoryWriter
+from proxy.cost.prices import load_prices
 from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
 from proxy.logs import redacted_url
@@ -44,6 +45,7 @@ from proxy.server.chat import chat_completions
 from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
+from proxy.server.observe.bill import Biller
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
@@ -75,6 +77,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
         known_tools=KnownTools(),
         observers=[metrics],
         metrics=metrics,
+        biller=Biller(load_prices(prices) if (prices := settings.server.prices) else None),
     )
     app = web.Application(
         middlewares=[error_boundary(services)],

@@ -199,8 +199,12 @@ async def relay(
 
 
 async def after(services: Services, trace: Trace) -> None:
-    """After the answer: the session state with the request's events (one store call), then
-    the metrics."""
+    """After the answer: the request's bill, the session state with the request's events (one
+    store call), then the metrics."""
+    try:
+        trace = trace._replace(bill=services.biller.bill(trace))
+    except Exception as exc:  # a price never costs the session its record
+        log.warning("request not billed: %s", type(exc).__name__)
     try:
         events = services.events.entries(trace)
     except Exception as exc:  # observability never costs the session its record
