@@ -366,3 +366,14 @@ def test_defaults_compact_at_25000_tokens_and_prune_once_the_cache_is_cold() -> 
     assert tenant.compact.threshold_tokens == 25_000
     assert tenant.prune.when_cache_cold_s == 600.0  # the default upstream is OpenAI's
     assert tenant.prune.min_savings_chars == 0 and tenant.cache.ttl == "5m"
+
+
+def test_serve_with_a_malformed_price_table_exits_2_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli.main import main
+
+    (tmp_path / "prices.toml").write_text('[models."m"]\ninput = -1\n', encoding="utf-8")
+    assert main(["serve", "--config", str(write(tmp_path, ""))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "server.prices" in err and "models.'m'" in err
