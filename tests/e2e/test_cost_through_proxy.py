@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from proxy.config import load_settings
+from proxy.server.app import Ports, create_app
 from proxy.server.appkeys import LIFECYCLE
 from tests.e2e.agent import Agent
 from tests.e2e.conftest import MakeAnthropicProxy
 from tests.fakes.anthropic_upstream import text
-from tests.fakes.openai_upstream import Reply
+from tests.fakes.openai_upstream import FakeOpenAI, Reply
 from tests.server.conftest import MakeProxy, Proxy
+from tests.server.harness import write_config
 
 PRICES = """
 [models."claude-sonnet-4-5"]
@@ -169,3 +173,44 @@ async def test_the_saving_is_estimated_against_the_clients_own_body(
 
 def _call(call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+
+
+async def test_misses_are_counted_by_cause_and_the_session_shows_the_last(
+    aiohttp_server: Any, tmp_path: Path
+) -> None:
+    """Behind the fake OpenAI API (automatic caching): a history that extends and reads it all
+    is no miss; an edited one is the client's; one after 11 idle minutes is the cache's ttl."""
+    clock = [1000.0]
+    fake = FakeOpenAI()
+    upstream = await aiohttp_server(fake.app())
+    config = write_config(tmp_path, upstream=str(upstream.make_url("")).rstrip("/"))
+    settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": "sk-upstream-secret"})
+    app = create_app(settings, Ports(clock=lambda: clock[0]))
+    server = await aiohttp_server(app)
+    client = openai.AsyncOpenAI(
+        base_url=str(server.make_url("/v1")), api_key="sk-client", max_retries=0
+    )
+    history: list[dict[str, Any]] = [{"role": "user", "content": "first"}]
+    steps = [  # (reported cached tokens, the client's history, seconds later)
+        (0, history, 0.0),
+        (4992, [*history, {"role": "assistant", "content": "a"}], 10.0),  # all of 5,000: no miss
+        (1024, [{"role": "user", "content": "edited"}], 10.0),  # client
+        (1024, [{"role": "user", "content": "edited"}, {"role": "user", "content": "b"}], 700.0),
+    ]
+    for cached, messages, later in steps:
+        clock[0] += later
+        fake.script.append(Reply(prompt_tokens=5000, cached_tokens=cached))
+        await client.chat.completions.create(
+            model="gpt-4.1", messages=messages, extra_headers={"X-Ctx-Session": "s1"}
+        )
+    samples = await scrape(app, server.make_url)
+    misses = {
+        dict(labels)["cause"]: v
+        for (name, labels), v in samples.items()
+        if name == "ctxproxy_cache_misses_total"
+    }
+    assert misses == {"client": 1.0, "ttl": 1.0}
+    events = await request_events(server.make_url)
+    assert [e.get("cache_miss") for e in events] == [None, None, "client", "ttl"]
+    detail = await (await get(server.make_url, "/v1/ctx/sessions/s1")).json()
+    assert detail["state"]["last_miss_cause"] == "ttl"

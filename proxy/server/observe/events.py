@@ -60,6 +60,8 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["completion_tokens"] = str(usage.completion_tokens)
     if trace.bill is not None:
         event.update(bill_fields(trace.bill))
+    if trace.miss is not None:
+        event["cache_miss"] = trace.miss
     if trace.retried_overflow:
         event["retried_overflow"] = "1"
     tokens = stage_tokens(trace)

@@ -63,6 +63,10 @@ class Metrics:
             "cost_extra_usd", "Estimated USD above the client's own body going direct "
             "(requests where ctxproxy cost more).", t,
         )  # fmt: skip
+        self.misses = count(
+            "cache_misses", "Requests whose cache reads fell against the session's previous "
+            "request, by cause (client, prune, compaction, bootstrap, ttl, unknown).", t, "cause",
+        )  # fmt: skip
         self.chars = count(
             "tool_result_chars_removed", "Characters cut from tool results by stage "
             "(prune: chars_pruned, replays included; budgets: chars_saved).", t, "stage",
@@ -123,6 +127,8 @@ class Metrics:
             per_tenant.add_tokens(relayed.usage)
         if trace.bill is not None:
             self._bill(tenant, trace.bill)
+        if trace.miss is not None:
+            self.misses.labels(tenant, trace.miss).value += 1
         self._stages(per_tenant, trace.prepared.tally)
         if trace.prepared.compaction is not None:
             self._compaction(trace, trace.prepared.compaction)

@@ -40,6 +40,8 @@ class Trace(NamedTuple):
     """Size of the body sent upstream."""
     bill: Bill | None = None
     """What the request cost; None when its answer reported no usage (set before the events)."""
+    miss: str | None = None
+    """Why its cache reads fell against the previous request's (`proxy.cost.misses`), if so."""
 
 
 class Observer(Protocol):
