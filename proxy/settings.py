@@ -78,7 +78,9 @@ class UpstreamSettings:
     connect_timeout_s: float = 5.0
     first_byte_timeout_s: float = 120.0
     idle_timeout_s: float = 300.0
-    send_prompt_cache_key: bool = False
+    send_prompt_cache_key: bool = True
+    """With `cache_style = "openai"`: a stable `prompt_cache_key` per session (when the client
+    sent none). Other styles never send one."""
     default_max_tokens: int = 4096
     name: str = ""
     api_key: str | None = field(default=None, repr=False)

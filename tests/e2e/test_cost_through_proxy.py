@@ -214,3 +214,22 @@ async def test_misses_are_counted_by_cause_and_the_session_shows_the_last(
     assert [e.get("cache_miss") for e in events] == [None, None, "client", "ttl"]
     detail = await (await get(server.make_url, "/v1/ctx/sessions/s1")).json()
     assert detail["state"]["last_miss_cause"] == "ttl"
+
+
+async def test_openai_style_sends_one_prompt_cache_key_per_session_unless_the_client_did(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy()
+    client = proxy.client()
+    for session in ("s1", "s1", "s2"):
+        await client.chat.completions.create(
+            model="gpt-4.1",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Ctx-Session": session},
+        )
+    await client.chat.completions.create(
+        model="gpt-4.1", messages=[{"role": "user", "content": "hi"}], prompt_cache_key="mine"
+    )
+    keys = [r.body.get("prompt_cache_key") for r in proxy.fake.received]
+    assert keys[0] == keys[1] != keys[2] and str(keys[0]).startswith("ctxproxy-")
+    assert keys[3] == "mine"
