@@ -8,14 +8,12 @@ sets no `prune.when_cache_cold_s` gets its upstream's cache lifetime (`cache_col
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
@@ -106,6 +104,7 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
     server = _with_secret(server, environ, file)
+    server = replace(server, prices=_prices(server.prices, base, file))
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
     _check_store_url(store.url, file)
     upstreams = {
@@ -188,6 +187,19 @@ def _tenant(
     return replace(tenant, name=name, workspace=workspace, **built)
 
 
+def _prices(path: str, base: Path, file: str) -> str:
+    """The price table's path, relative to the config file's folder: a configured one must be a
+    file; without the key, `prices.toml` beside the config file when it exists, else none."""
+    if not path:
+        beside = base / "prices.toml"
+        return str(beside) if beside.is_file() else ""
+    resolved = (base / path).resolve()
+    if not resolved.is_file():
+        problem = "is not a file" if resolved.exists() else "does not exist"
+        raise ConfigError(f"{resolved} {problem}", key="server.prices", file=file)
+    return str(resolved)
+
+
 def _workspace(path: Path | None, base: Path, key: str, file: str) -> Path | None:
     """A configured workspace, relative to the config file's folder (never to the current
     one); it must be a folder: a missing one or a file is a config error, not a silent nothing."""
@@ -241,44 +253,6 @@ def _check_store_url(url: str, file: str) -> None:
         raise ConfigError(
             "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
         )
-
-
-def check_upstreams_are_not_self(settings: Settings) -> None:
-    """Raise `ConfigError` when an upstream's `base_url` is the proxy's own listen address
-    (same port; loopback, `localhost` and the wildcard addresses count as one host): every
-    request would come back to the proxy itself. Checked once the address is final (`serve`)."""
-    server = settings.server
-    for name, upstream in settings.upstreams.items():
-        if _same_address(upstream.base_url, server.host, server.port):
-            from_env = settings.source == "<defaults>"
-            key = "OPENAI_BASE_URL" if from_env else f"upstreams.{name}.base_url"
-            raise ConfigError(
-                f"{upstream.base_url} is this proxy's own address ({server.host}:{server.port});"
-                " every request would come back to it",
-                key=key,
-                file="<environment>" if from_env else settings.source,
-            )
-
-
-def _same_address(url: str, host: str, port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        url_port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:  # not a port number: not an address either
-        return False
-    url_host, host = (parts.hostname or "").lower(), host.strip("[]").lower()
-    return url_port == port and (url_host == host or (_is_local(url_host) and _is_local(host)))
-
-
-def _is_local(host: str) -> bool:
-    """Loopback (127.0.0.0/8, ::1, `localhost`) or a wildcard (0.0.0.0, ::): this machine."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
 
 
 def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Settings:

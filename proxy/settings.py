@@ -46,6 +46,10 @@ class ServerSettings:
     one is generated once and kept in the store."""
     secret: str | None = field(default=None, repr=False)
     """Resolved from `secret_env` at load time; never logged (repr=False)."""
+    prices: str = ""
+    """The price table (`config/prices.toml`'s format). `load_settings` resolves it relative to
+    the config file and, when the key is absent, takes `prices.toml` beside the config file if
+    there is one; empty: no table, nothing is priced (`proxy.server.observe.bill`)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -82,7 +86,9 @@ class UpstreamSettings:
     connect_timeout_s: float = 5.0
     first_byte_timeout_s: float = 120.0
     idle_timeout_s: float = 300.0
-    send_prompt_cache_key: bool = False
+    send_prompt_cache_key: bool = True
+    """With `cache_style = "openai"`: a stable `prompt_cache_key` per session (when the client
+    sent none). Other styles never send one."""
     default_max_tokens: int = 4096
     name: str = ""
     api_key: str | None = field(default=None, repr=False)

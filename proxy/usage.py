@@ -13,12 +13,18 @@ upstream's tokenizer. The one place this ratio is written."""
 
 
 class Usage(NamedTuple):
-    """A named tuple: one or two are built per request."""
+    """A named tuple: one or two are built per request.
+
+    `prompt_tokens` counts every input token (cached and written ones included);
+    `cache_creation_tokens` those written to the cache (Anthropic's `cache_creation_input_tokens`,
+    OpenAI's `prompt_tokens_details.cache_write_tokens`), of which `cache_write_1h_tokens` at
+    Anthropic's 1-hour lifetime (`cache_creation.ephemeral_1h_input_tokens`, where reported)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     cache_creation_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
 
 def usage_from(payload: Any) -> Usage | None:
@@ -28,14 +34,22 @@ def usage_from(payload: Any) -> Usage | None:
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         return None
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    details = _mapping(usage.get("prompt_tokens_details"))
+    cached = details.get("cached_tokens")
+    written = usage.get("cache_creation_input_tokens", details.get("cache_write_tokens"))
+    creation = _int(written)
+    hour = _int(_mapping(usage.get("cache_creation")).get("ephemeral_1h_input_tokens"))
     return Usage(
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),
         cached_tokens=_int(cached if cached is not None else usage.get("cache_read_input_tokens")),
-        cache_creation_tokens=_int(usage.get("cache_creation_input_tokens")),
+        cache_creation_tokens=creation,
+        cache_write_1h_tokens=min(hour, creation),
     )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def usage_from_body(body: bytes) -> Usage | None:

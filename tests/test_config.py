@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from proxy.cli.preflight import check_upstreams_are_not_self
 from proxy.config import (
     STAGES,
-    check_upstreams_are_not_self,
     cli_key,
     cli_log_level,
     load_settings,
@@ -36,6 +36,26 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.compact.threshold_tokens == 25_000 and tenant.prune.recent_keep == 2
     assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
+    assert settings.server.prices == str(EXAMPLE.parent / "prices.toml")  # found beside it
+
+
+def test_prices_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "p.toml").write_text("", encoding="utf-8")
+    settings = load_settings(write(tmp_path, '[server]\nprices = "tables/p.toml"\n'), environ={})
+    assert settings.server.prices == str(tmp_path.resolve() / "tables" / "p.toml")
+
+
+def test_without_a_prices_key_or_a_table_beside_the_config_nothing_is_priced(
+    tmp_path: Path,
+) -> None:
+    assert load_settings(write(tmp_path, ""), environ={}).server.prices == ""
+
+
+def test_a_missing_price_table_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        load_settings(write(tmp_path, '[server]\nprices = "nope.toml"\n'), environ={})
+    assert "server.prices" in str(caught.value)
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
@@ -346,3 +366,14 @@ def test_defaults_compact_at_25000_tokens_and_prune_once_the_cache_is_cold() -> 
     assert tenant.compact.threshold_tokens == 25_000
     assert tenant.prune.when_cache_cold_s == 600.0  # the default upstream is OpenAI's
     assert tenant.prune.min_savings_chars == 0 and tenant.cache.ttl == "5m"
+
+
+def test_serve_with_a_malformed_price_table_exits_2_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli.main import main
+
+    (tmp_path / "prices.toml").write_text('[models."m"]\ninput = -1\n', encoding="utf-8")
+    assert main(["serve", "--config", str(write(tmp_path, ""))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "server.prices" in err and "models.'m'" in err

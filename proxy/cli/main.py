@@ -119,7 +119,8 @@ def run_serve(args: argparse.Namespace) -> int:
     import logging
     from dataclasses import replace
 
-    from proxy.config import check_upstreams_are_not_self, cli_log_level, load_settings
+    from proxy.cli.preflight import check_upstreams_are_not_self
+    from proxy.config import cli_log_level, load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
     from proxy.server.runner import serve

@@ -26,7 +26,7 @@ import orjson
 
 from proxy.usage import CHARS_PER_TOKEN
 
-__all__ = ["AnthropicCache", "CacheUse", "OpenAICache", "blocks"]
+__all__ = ["AnthropicCache", "CacheUse", "OpenAICache", "OpenAIDigests", "blocks"]
 
 LOOKBACK = 20
 MIN_TOKENS = 1024
@@ -141,6 +141,44 @@ class OpenAICache:
         tokens = common // CHARS_PER_TOKEN
         read = 0 if tokens < MIN_TOKENS else MIN_TOKENS + (tokens - MIN_TOKENS) // STEP * STEP
         return CacheUse(read=read, prompt=sum(len(p) // CHARS_PER_TOKEN for p in parts))
+
+
+@dataclass
+class OpenAIDigests:
+    """`OpenAICache` at block granularity, in bounded memory: it keeps, for the last `keep`
+    prompts, a digest and a token count per block (40 bytes a block) instead of the text. A read
+    is the longest run of whole blocks a kept prompt shares, so it can count up to one block less
+    than `OpenAICache` (the part of the first differing block that still matches)."""
+
+    ttl_s: float = 600.0
+    keep: int = 2
+    prompts: list[tuple[float, list[bytes], list[int]]] = field(default_factory=list)
+
+    def serve(self, body: dict[str, Any], *, now: float) -> CacheUse:
+        chain, hashes, tokens, total = hashlib.sha256(), [], [], 0
+        for data, _ in blocks(body):
+            chain.update(data)
+            hashes.append(chain.copy().digest())
+            total += len(data) // CHARS_PER_TOKEN
+            tokens.append(total)
+        live = [p for p in self.prompts if p[0] >= now]
+        common = max((_shared_tokens(hashes, seen, counts) for _, seen, counts in live), default=0)
+        self.prompts = [*live, (now + self.ttl_s, hashes, tokens)][-self.keep :]
+        read = 0 if common < MIN_TOKENS else MIN_TOKENS + (common - MIN_TOKENS) // STEP * STEP
+        return CacheUse(read=read, prompt=total)
+
+
+def _shared_tokens(hashes: list[bytes], seen: list[bytes], counts: list[int]) -> int:
+    """Tokens of the longest run of leading blocks `hashes` shares with `seen` (chained digests:
+    the last equal one ends the shared run)."""
+    low, high = 0, min(len(hashes), len(seen))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if hashes[middle - 1] == seen[middle - 1]:
+            low = middle
+        else:
+            high = middle - 1
+    return counts[low - 1] if low else 0
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

@@ -12,7 +12,9 @@ wire shape an upstream reports:
   `cache_creation_input_tokens` (split by `cache_creation.ephemeral_1h_input_tokens` /
   `ephemeral_5m_input_tokens` when present; otherwise all at the default 5 minutes),
   `output_tokens`.
-`price_counts` multiplies them by a `Price`; `price_usage` does both, or says why it cannot.
+`usage_counts` does the same for the server's `proxy.usage.Usage` (every upstream's usage, already
+in the chat shape). `price_counts` multiplies them by a `Price`; `price_usage` does both, or says
+why it cannot.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.cost.prices import Price, PriceTable, Unpriced
+from proxy.usage import Usage
 
-__all__ = ["COST_KINDS", "Cost", "TokenCounts", "price_counts", "price_usage", "token_counts"]
+__all__ = [
+    "COST_KINDS",
+    "Cost",
+    "TokenCounts",
+    "price_counts",
+    "price_usage",
+    "token_counts",
+    "usage_counts",
+]
 
 PER_MILLION = 1_000_000
 COST_KINDS = ("input", "cache_read", "cache_write", "output")
@@ -89,6 +100,20 @@ def token_counts(usage: Mapping[str, Any]) -> TokenCounts | None:
         cache_write=written - hour,
         cache_write_1h=hour,
         output=_count(usage.get("output_tokens")),
+    )
+
+
+def usage_counts(usage: Usage) -> TokenCounts:
+    """The billed counts of a `Usage` (its prompt tokens include the cached and written ones)."""
+    read = min(usage.cached_tokens, usage.prompt_tokens)
+    written = min(usage.cache_creation_tokens, usage.prompt_tokens - read)
+    hour = min(usage.cache_write_1h_tokens, written)
+    return TokenCounts(
+        input=usage.prompt_tokens - read - written,
+        cache_read=read,
+        cache_write=written - hour,
+        cache_write_1h=hour,
+        output=usage.completion_tokens,
     )
 
 

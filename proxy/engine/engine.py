@@ -25,13 +25,14 @@ from proxy.compaction.policy import (
     threshold_tokens,
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
+from proxy.engine.miss import Miss, cache_miss
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
 from proxy.errors import StoreUnavailable
 from proxy.models import context_window
 from proxy.ports import OutputStore, SessionStore, WorkspaceSource
-from proxy.settings import UpstreamSettings
+from proxy.settings import UpstreamSettings, cache_cold_after_s
 from proxy.types import JSON, Draft, SessionState, StoredCompaction, Turn, WorkspaceView
 from proxy.usage import Usage
 
@@ -173,6 +174,14 @@ class ContextEngine:
                 lost += 1
         return lost
 
+    def cache_miss(self, prepared: Prepared, *, usage: Usage | None, completed: bool) -> Miss:
+        """The request's cache facts to record and, when its cache reads fell against the
+        previous request's, why (`proxy.engine.miss`); nothing for an answer that did not
+        complete."""
+        turn = prepared.turn
+        ttl = cache_cold_after_s(turn.cache_style, self._stacks[turn.tenant].tenant.cache.ttl)
+        return cache_miss(prepared, usage if completed else None, cache_ttl_s=ttl)
+
     async def record(
         self,
         prepared: Prepared,
@@ -181,12 +190,16 @@ class ContextEngine:
         completed: bool,
         messages_in: int,
         events: Sequence[Mapping[str, str]] = (),
+        miss: Miss | None = None,
     ) -> bool:
-        """Write the request's outcome to the session state, and `events` to the events stream
-        in the same store call; False if the store was down (both are lost then)."""
+        """Write the request's outcome (with `miss`'s cache facts) to the session state, and
+        `events` to the events stream in the same store call; False if the store was down (both
+        are lost then)."""
         fields, counters = turn_record(
             prepared, usage=usage, completed=completed, messages_in=messages_in, now=self._clock()
         )
+        if miss is not None:
+            fields.update(miss.fields)
         turn = prepared.turn
         try:
             await self._sessions.record_turn(

@@ -20,8 +20,10 @@ from aiohttp import web
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
 from proxy.compaction.writeback import MemoryWriter
+from proxy.cost.prices import PriceError, PriceTable, load_prices
 from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
+from proxy.errors import ConfigError
 from proxy.logs import redacted_url
 from proxy.ports import StateStore, WorkspaceSource
 from proxy.server import admin, memory_view
@@ -50,6 +52,7 @@ from proxy.server.factories import (
 )
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
+from proxy.server.observe.bill import Biller
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
@@ -84,6 +87,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
         known_tools=KnownTools(),
         observers=[metrics],
         metrics=metrics,
+        biller=Biller(_price_table(settings)),
     )
     app = web.Application(
         middlewares=[error_boundary(services)],
@@ -117,6 +121,17 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_delete("/v1/ctx/memory", memory_view.forget_memory)
     app.router.add_route("*", "/v1/{tail:.*}", passthrough)
     return app
+
+
+def _price_table(settings: Settings) -> PriceTable | None:
+    """The configured price table (`[server] prices`), or None; a malformed one is a config
+    error naming the key and the entry."""
+    if not settings.server.prices:
+        return None
+    try:
+        return load_prices(settings.server.prices)
+    except PriceError as exc:
+        raise ConfigError(str(exc), key="server.prices", file=settings.source) from None
 
 
 def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:

@@ -21,6 +21,7 @@ from proxy.settings import Settings
 from proxy.usage import Usage
 
 if TYPE_CHECKING:
+    from proxy.server.observe.bill import Biller
     from proxy.server.observe.events import EventEmitter
     from proxy.server.observe.metrics import Metrics
     from proxy.server.observe.trace import Observer
@@ -85,6 +86,8 @@ class Services:
     observers: list[Observer]
     """Told of every chat request after its session record (metrics)."""
     metrics: Metrics
+    biller: Biller
+    """Prices each answered request (`[server] prices`) and estimates its saving."""
     instance: str = field(default_factory=lambda: secrets.token_hex(8))
     """This proxy's id in the loop marker (`adapters.upstream.headers.VIA`): random per app."""
     events: EventEmitter = field(init=False)

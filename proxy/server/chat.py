@@ -199,8 +199,16 @@ async def relay(
 
 
 async def after(services: Services, trace: Trace) -> None:
-    """After the answer: the session state with the request's events (one store call), then
-    the metrics."""
+    """After the answer: the request's bill and cache miss, the session state with the
+    request's events (one store call), then the metrics."""
+    relayed, miss = trace.relayed, None
+    try:
+        miss = services.engine.cache_miss(
+            trace.prepared, usage=relayed.usage, completed=relayed.completed
+        )
+        trace = trace._replace(bill=services.biller.bill(trace), miss=miss.cause)
+    except Exception as exc:  # a price or a miss never costs the session its record
+        log.warning("request not billed or classified: %s", type(exc).__name__)
     try:
         events = services.events.entries(trace)
     except Exception as exc:  # observability never costs the session its record
@@ -212,6 +220,7 @@ async def after(services: Services, trace: Trace) -> None:
         completed=trace.relayed.completed,
         messages_in=trace.messages_in,
         events=events,
+        miss=miss,
     )
     await notify(services.observers, trace)
 

@@ -19,6 +19,7 @@ from proxy.cli.view import (
     choose_columns,
     context_bar,
     describe_event,
+    session_detail_view,
     sessions_table,
     short_count,
 )
@@ -207,11 +208,25 @@ def test_columns_go_least_needed_first_as_the_terminal_narrows() -> None:
         return choose_columns([ROW], last_events=events, now=NOW, width=width)[0]
 
     assert shown(None) == shown(200) == (
-        "tenant", "session", "model", "context", "cached", "compactions", "requests", "event"
+        "tenant", "session", "model", "context", "cached", "miss", "compactions", "requests",
+        "event",
     )  # fmt: skip
-    assert "model" not in shown(120) and "cached" in shown(120)
+    assert "miss" not in shown(120) and "cached" in shown(120)
     assert shown(80) == ("session", "context", "compactions", "event")
     assert shown(40) == ("session", "context", "event")
+
+
+def test_the_last_miss_and_its_cause_show_in_the_table_and_the_detail() -> None:
+    row = {**ROW, "last_miss_cause": "prune", "last_miss_at": str(NOW - 180),
+           "last_miss_read": "1024", "last_miss_expected": "30000"}  # fmt: skip
+    events = {("default", ROW["session"]): {**EVENT, "cache_miss": "prune"}}
+    console = Console(record=True, width=300, force_terminal=False, color_system=None)
+    console.print(sessions_table([row], last_events=events, now=NOW, width=300))
+    text = console.export_text()
+    assert "last miss" in text and "prune 3m ago" in text and "cache miss: prune" in text
+    console = Console(record=True, width=120, force_terminal=False, color_system=None)
+    console.print(session_detail_view({"state": row}, now=NOW))
+    assert "prune 3m ago: read 1024 of 30000 cached tokens" in console.export_text()
 
 
 def test_short_counts() -> None:

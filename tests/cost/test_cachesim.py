@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from proxy.cost.cachesim import AnthropicCache, CacheUse, OpenAICache, blocks
+from proxy.cost.cachesim import AnthropicCache, CacheUse, OpenAICache, OpenAIDigests, blocks
 
 PAD = "x" * 8000  # 2,000 tokens: over the 1,024-token minimum on its own
 MARK = {"type": "ephemeral"}
@@ -129,3 +129,21 @@ def test_a_string_and_the_same_text_as_a_marked_part_are_the_same_block() -> Non
     marked["messages"][1]["content"] = [{"type": "text", "text": "a", "cache_control": MARK}]
     written = cache.serve(marked, now=0.0).written
     assert cache.serve(body(PAD, "a", "b", marked=(2,)), now=1.0).read == written
+
+
+def test_openai_digests_read_whole_shared_blocks_as_the_text_model_does() -> None:
+    digests, text = OpenAIDigests(), OpenAICache()
+    first, second = body(PAD, "a"), body(PAD, "a", "b")
+    digests.serve(first, now=0.0)
+    text.serve(first, now=0.0)
+    read = digests.serve(second, now=1.0).read
+    assert read == text.serve(second, now=1.0).read and read >= 1024
+    assert digests.serve(body("y" * 8000, "a"), now=2.0).read == 0  # the first block differs
+
+
+def test_openai_digests_keep_few_prompts_and_let_them_expire() -> None:
+    cache = OpenAIDigests(keep=2)
+    for number in range(5):
+        cache.serve(body(PAD, str(number)), now=float(number))
+    assert len(cache.prompts) == 2
+    assert cache.serve(body(PAD, "9"), now=700.0).read == 0

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from proxy.cost.prices import Price, Unpriced, parse_prices
-from proxy.cost.pricing import Cost, TokenCounts, price_counts, price_usage, token_counts
+from proxy.cost.pricing import (
+    Cost,
+    TokenCounts,
+    price_counts,
+    price_usage,
+    token_counts,
+    usage_counts,
+)
+from proxy.usage import Usage
 
 SONNET = Price(
     "claude-sonnet-4-5",
@@ -152,3 +160,23 @@ def test_price_usage_never_guesses() -> None:
     usage = {"prompt_tokens": 1000, "completion_tokens": 1}
     assert price_usage(usage, "gpt-4o", TABLE) == Unpriced("gpt-4o", "not in the price table")
     assert isinstance(price_usage({}, "claude-sonnet-4-5", TABLE), Unpriced)
+
+
+def test_usage_counts_split_the_servers_usage_like_the_wire_shapes() -> None:
+    usage = Usage(1200, 7, cached_tokens=200, cache_creation_tokens=900, cache_write_1h_tokens=600)
+    assert usage_counts(usage) == TokenCounts(
+        input=100, cache_read=200, cache_write=300, cache_write_1h=600, output=7
+    )
+    wire = {
+        "prompt_tokens": 1200,
+        "completion_tokens": 7,
+        "prompt_tokens_details": {"cached_tokens": 200},
+        "cache_creation_input_tokens": 900,
+        "cache_creation": {"ephemeral_1h_input_tokens": 600},
+    }
+    assert token_counts(wire) == usage_counts(usage)
+
+
+def test_usage_counts_never_count_more_than_the_prompt() -> None:
+    counts = usage_counts(Usage(100, 0, cached_tokens=80, cache_creation_tokens=50))
+    assert (counts.input, counts.cache_read, counts.cache_write) == (0, 80, 20)

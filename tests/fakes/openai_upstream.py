@@ -30,6 +30,9 @@ class Reply:
     prompt_tokens: int | None = None
     """Reported `usage.prompt_tokens`; None = chars of the request messages / 4."""
     cached_tokens: int = 0
+    cache_write_tokens: int | None = None
+    """Reported as `prompt_tokens_details.cache_write_tokens` when set (as OpenAI-compatible
+    providers that charge for writes report them)."""
     completion_tokens: int = 7
     headers: dict[str, str] = field(default_factory=dict)
     error: dict[str, Any] | None = None
@@ -206,11 +209,14 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     prompt = (
         reply.prompt_tokens if reply.prompt_tokens is not None else estimate_prompt_tokens(body)
     )
+    details: dict[str, int] = {"cached_tokens": reply.cached_tokens}
+    if reply.cache_write_tokens is not None:
+        details["cache_write_tokens"] = reply.cache_write_tokens
     return {
         "prompt_tokens": prompt,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": prompt + reply.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "prompt_tokens_details": details,
     }
 
 

@@ -49,7 +49,8 @@ def prepare(
     stage reports) for `sent`."""
     tenant = tenant or TenantSettings()
     internal, carrier = responses_to_internal(sent, summaries=summaries)
-    stack = build_stack(tenant, UpstreamSettings(kind="openai", cache_style=style))
+    upstream = UpstreamSettings(kind="openai", cache_style=style, send_prompt_cache_key=False)
+    stack = build_stack(tenant, upstream)  # nothing added: the body goes as the client sent it
     client = draft_from_body(internal)
     state = state or SessionState()
     salt = history_salt(tenant.name, client.system.client)  # matched as the engine matches it

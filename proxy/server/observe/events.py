@@ -18,14 +18,15 @@ from proxy.compaction.job import CompactionOutcome
 from proxy.errors import StoreUnavailable
 from proxy.ports import EventStore
 from proxy.server.observe.stage_tokens import stage_tokens
-from proxy.server.observe.trace import Trace
+from proxy.server.observe.trace import Bill, Trace
 
 log = logging.getLogger(__name__)
 
 
 def request_event(trace: Trace, *, now: float) -> dict[str, str]:
     """The `kind=request` entry: tokens (reported, and estimated before and after each stage
-    that changed the prompt's size), per-stage counters, compaction outcome, latency."""
+    that changed the prompt's size), what they cost, per-stage counters, compaction outcome,
+    latency."""
     prepared, relayed = trace.prepared, trace.relayed
     compaction = prepared.compaction
     prepare_s, upstream_s = trace.prepare_s, trace.upstream_s
@@ -57,12 +58,26 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["cached_tokens"] = str(usage.cached_tokens)
         event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
         event["completion_tokens"] = str(usage.completion_tokens)
+    if trace.bill is not None:
+        event.update(bill_fields(trace.bill))
+    if trace.miss is not None:
+        event["cache_miss"] = trace.miss
     if trace.retried_overflow:
         event["retried_overflow"] = "1"
     tokens = stage_tokens(trace)
     if tokens:
         event["tokens"] = orjson.dumps(tokens).decode()
     return event
+
+
+def bill_fields(bill: Bill) -> dict[str, str]:
+    """`cost_usd` (or `unpriced`) and the estimated `cost_saved_usd`, in USD to 8 decimals."""
+    if bill.cost is None:
+        return {"unpriced": "1"}
+    fields = {"cost_usd": f"{bill.cost.total:.8f}"}
+    if bill.saved is not None:
+        fields["cost_saved_usd"] = f"{bill.saved:.8f}"
+    return fields
 
 
 def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
