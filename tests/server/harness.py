@@ -33,7 +33,7 @@ cache_style = "{cache_style}"
 first_byte_timeout_s = {first_byte_timeout_s}
 idle_timeout_s = {idle_timeout_s}
 timeout_s = {timeout_s}
-
+{upstream_extra}
 [tenants.default]
 workspace = "ws"
 upstream = "fake"
@@ -71,6 +71,7 @@ def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: 
         "idle_timeout_s": 30,
         "timeout_s": 60,
         "tenant_extra": "",
+        "upstream_extra": "",
         "upstream_kind": "openai",  # "anthropic": base_url is the fake's root (upstream_path "")
         "upstream_path": "/v1",
     }

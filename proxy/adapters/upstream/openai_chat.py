@@ -39,8 +39,14 @@ class OpenAIUpstream:
         self._timeouts = timeouts
 
     async def send_chat(
-        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
     ) -> UpstreamReply:
+        """`previous_id` is ignored: chat completions have no cache-miss diagnostics."""
         out = upstream_request_headers(headers, rebuilt_body=True, via=self._via)
         out["Content-Type"] = "application/json"
         key = api_key or self._api_key
