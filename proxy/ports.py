@@ -205,9 +205,16 @@ class Upstream(Protocol):
     """Sends a final chat-completions body (OpenAI format) to a provider."""
 
     async def send_chat(
-        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
     ) -> UpstreamReply:
-        """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only."""
+        """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only.
+        `previous_id`: the session's previous answer's id, for an upstream that asks the
+        provider's cache-miss diagnostics about it (others ignore it)."""
         ...
 
 

@@ -89,6 +89,10 @@ class UpstreamSettings:
     send_prompt_cache_key: bool = True
     """With `cache_style = "openai"`: a stable `prompt_cache_key` per session (when the client
     sent none). Other styles never send one."""
+    cache_diagnostics: bool = False
+    """With `kind = "anthropic"`: ask for the provider's own cache-miss diagnostics (the
+    session's previous message id as `diagnostics.previous_message_id`); its reason is recorded
+    beside ctxproxy's. OpenAI's chat completions have no such option."""
     default_max_tokens: int = 4096
     name: str = ""
     api_key: str | None = field(default=None, repr=False)

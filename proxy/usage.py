@@ -18,13 +18,17 @@ class Usage(NamedTuple):
     `prompt_tokens` counts every input token (cached and written ones included);
     `cache_creation_tokens` those written to the cache (Anthropic's `cache_creation_input_tokens`,
     OpenAI's `prompt_tokens_details.cache_write_tokens`), of which `cache_write_1h_tokens` at
-    Anthropic's 1-hour lifetime (`cache_creation.ephemeral_1h_input_tokens`, where reported)."""
+    Anthropic's 1-hour lifetime (`cache_creation.ephemeral_1h_input_tokens`, where reported).
+    `answer_id` is the answer's own id (`msg_…` from Anthropic), `provider_miss` the provider's
+    cache-miss reason (`usage.cache_miss_reason.type`, where the upstream asked for it)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_write_1h_tokens: int = 0
+    answer_id: str = ""
+    provider_miss: str = ""
 
 
 def usage_from(payload: Any) -> Usage | None:
@@ -45,7 +49,14 @@ def usage_from(payload: Any) -> Usage | None:
         cached_tokens=_int(cached if cached is not None else usage.get("cache_read_input_tokens")),
         cache_creation_tokens=creation,
         cache_write_1h_tokens=min(hour, creation),
+        answer_id=_text(payload.get("id")),
+        provider_miss=_text(_mapping(usage.get("cache_miss_reason")).get("type")),
     )
+
+
+def _text(value: Any) -> str:
+    """A short identifier as reported, or "" for anything else."""
+    return value[:200] if isinstance(value, str) else ""
 
 
 def _mapping(value: Any) -> dict[str, Any]:

@@ -220,7 +220,9 @@ def session_detail_view(detail: Mapping[str, Any], *, now: float) -> RenderableT
     if state.get("last_miss_cause"):
         facts.add_row("last cache miss", f"{last_miss(state, now=now)}: read "
                       f"{number(state, 'last_miss_read')} of "
-                      f"{number(state, 'last_miss_expected')} cached tokens")  # fmt: skip
+                      f"{number(state, 'last_miss_expected')} cached tokens"
+                      + (f" (provider: {state['last_miss_provider']})"
+                         if state.get("last_miss_provider") else ""))  # fmt: skip
     for name in sorted(state):
         value = state[name]
         if name == "updated_at":

@@ -11,9 +11,13 @@ Recorded per answered request, in the session's fields:
     bootstrap_digest                    a digest of the system messages sent (ctxproxy's
                                         bootstrap with the client's own): did it change?
     summary_covers                      which summary the request carried (its `covers`)
-and, on a miss, `last_miss_cause`, `last_miss_at`, `last_miss_read` (tokens read) and
-`last_miss_expected` (what the previous request left in the cache). A request without usage (an
-error, a cut stream) records nothing: the previous one stays the reference.
+    answer_id                           the answer's id: the `previous_message_id` of the next
+                                        request's provider diagnostics (where asked)
+and, on a miss, `last_miss_cause`, `last_miss_at`, `last_miss_read` (tokens read),
+`last_miss_expected` (what the previous request left in the cache) and `last_miss_provider`
+(the provider's own reason, "" when it gave none). A provider reason on a request ctxproxy does
+not count as a miss is recorded too (`last_miss_provider`, `last_miss_at`). A request without
+usage (an error, a cut stream) records nothing: the previous one stays the reference.
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ def cache_miss(prepared: Prepared, usage: Usage | None, *, cache_ttl_s: float) -
         "bootstrap_digest": bootstrap_digest(prepared),
         "summary_covers": prepared.covers,
     }
+    if usage.answer_id:
+        fields["answer_id"] = usage.answer_id
+    if usage.provider_miss:
+        fields.update(last_miss_provider=usage.provider_miss, last_miss_at=turn.now)
     previous = previous_facts(state)
     if previous is None:
         return Miss(fields)
@@ -78,6 +86,7 @@ def cache_miss(prepared: Prepared, usage: Usage | None, *, cache_ttl_s: float) -
             last_miss_at=turn.now,
             last_miss_read=usage.cached_tokens,
             last_miss_expected=cache_left(previous, automatic=automatic),
+            last_miss_provider=usage.provider_miss,
         )
     return Miss(fields, cause)
 

@@ -165,7 +165,10 @@ async def _send(
     """Store the outputs budgets persisted, then send (a stream asks for its usage)."""
     await engine.persist_outputs(prepared)
     outgoing, _ = with_usage_requested(prepared.body)
-    return await upstream.send_chat(outgoing, headers=headers, api_key=api_key)
+    previous = str(prepared.turn.state.fields.get("answer_id") or "") or None
+    return await upstream.send_chat(
+        outgoing, headers=headers, api_key=api_key, previous_id=previous
+    )
 
 
 async def relay(

@@ -74,6 +74,7 @@ def make_upstream(
             base_url=upstream.base_url,
             api_key=upstream.api_key,
             default_max_tokens=upstream.default_max_tokens,
+            cache_diagnostics=upstream.cache_diagnostics,
             timeouts=timeouts,
             via=via,
         )

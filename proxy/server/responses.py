@@ -115,14 +115,21 @@ class Sender:
         self._native = native
 
     async def send_chat(
-        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
     ) -> UpstreamReply:
         if self._native is not None:
             rendered = internal_to_responses(body, self._carrier)
             return await self._native.send_responses(rendered, headers=headers, api_key=api_key)
         if not self._anthropic:  # the Anthropic adapter translates the chat body itself
             body = chat_request(body, keep_markers=self._keep_markers)
-        return await self._chat.send_chat(body, headers=headers, api_key=api_key)
+        return await self._chat.send_chat(
+            body, headers=headers, api_key=api_key, previous_id=previous_id
+        )
 
 
 async def _after(

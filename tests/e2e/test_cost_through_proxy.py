@@ -216,6 +216,55 @@ async def test_misses_are_counted_by_cause_and_the_session_shows_the_last(
     assert detail["state"]["last_miss_cause"] == "ttl"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_anthropic_cache_diagnostics_are_asked_when_opted_in_and_recorded_beside_ours(
+    make_anthropic_proxy: MakeAnthropicProxy, stream: bool
+) -> None:
+    """`cache_diagnostics = true`: each request names the session's previous answer (null on the
+    first); the provider's reason lands in the request event and the session's state."""
+    proxy = await make_anthropic_proxy(upstream_extra="cache_diagnostics = true\n")
+    reason = {"type": "system_changed", "cache_missed_input_tokens": 900}
+    proxy.fake.script(text("One."), text("Two.", miss_reason=reason))
+    client = proxy.client()
+    for question in ("first", "second"):
+        await _ask(client, question, stream=stream)
+    asked = [r.body.get("diagnostics") for r in proxy.fake.received]
+    assert asked == [{"previous_message_id": None}, {"previous_message_id": "msg_fake0001"}]
+    events = await request_events(proxy.server.make_url)
+    assert [e.get("cache_miss_provider") for e in events] == [None, "system_changed"]
+    detail = await (await get(proxy.server.make_url, "/v1/ctx/sessions/s1")).json()
+    assert detail["state"]["last_miss_provider"] == "system_changed"
+    assert detail["state"]["answer_id"] == "msg_fake0002"
+
+
+async def test_anthropic_cache_diagnostics_are_not_asked_by_default(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy()
+    proxy.fake.script(text("One."), text("Two.", miss_reason={"type": "model_changed"}))
+    client = proxy.client()
+    for question in ("first", "second"):
+        await _ask(client, question, stream=False)
+    assert all("diagnostics" not in r.body for r in proxy.fake.received)
+    events = await request_events(proxy.server.make_url)
+    assert [e.get("cache_miss_provider") for e in events] == [None, None]
+
+
+async def _ask(client: openai.AsyncOpenAI, question: str, *, stream: bool) -> None:
+    messages: Any = [{"role": "user", "content": question}]
+    headers = {"X-Ctx-Session": "s1"}
+    if not stream:
+        await client.chat.completions.create(
+            model="claude-sonnet-4-5", messages=messages, extra_headers=headers
+        )
+        return
+    chunks = await client.chat.completions.create(
+        model="claude-sonnet-4-5", messages=messages, extra_headers=headers, stream=True
+    )
+    async for _ in chunks:
+        pass
+
+
 async def test_openai_style_sends_one_prompt_cache_key_per_session_unless_the_client_did(
     make_proxy: MakeProxy,
 ) -> None:

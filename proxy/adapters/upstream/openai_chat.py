@@ -42,8 +42,14 @@ class OpenAIUpstream:
         self._timeouts = timeouts
 
     async def send_chat(
-        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
     ) -> UpstreamReply:
+        """`previous_id` is ignored: chat completions have no cache-miss diagnostics."""
         return await self._send(self._url, body, headers=headers, api_key=api_key)
 
     async def send_responses(

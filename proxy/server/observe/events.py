@@ -58,6 +58,8 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["cached_tokens"] = str(usage.cached_tokens)
         event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
         event["completion_tokens"] = str(usage.completion_tokens)
+        if usage.provider_miss:  # the provider's own reason, beside ours (`cache_miss`)
+            event["cache_miss_provider"] = usage.provider_miss
     if trace.bill is not None:
         event.update(bill_fields(trace.bill))
     if trace.miss is not None:
