@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from proxy.config_tables import build_table, expect_table
-from proxy.errors import ConfigError
+from proxy.errors import ConfigError, InvalidSetting
 from proxy.logs import LOG_LEVELS
 from proxy.settings import (
     ServerSettings,
@@ -37,7 +37,9 @@ def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
     if path is None and environ.get("CTXPROXY_CONFIG"):
         path = Path(environ["CTXPROXY_CONFIG"])
     settings = default_settings(environ) if path is None else _from_file(path, environ)
-    return _with_env_overrides(settings, environ)
+    settings = _with_env_overrides(settings, environ)
+    check_workers_share_a_store(settings)
+    return settings
 
 
 def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
@@ -95,7 +97,6 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
-    _check_store_url(store.url, file)
     upstreams = {
         name: _upstream(name, table, environ, file)
         for name, table in expect_table(raw.get("upstreams", {}), "upstreams", file).items()
@@ -209,10 +210,17 @@ def _check_digest(value: str, key: str, file: str) -> None:
         )
 
 
-def _check_store_url(url: str, file: str) -> None:
-    if not re.match(r"^(memory://|rediss?://|unix://)", url):
+def check_workers_share_a_store(settings: Settings, *, from_flag: bool = False) -> None:
+    """Raise `ConfigError` for more than one worker on the embedded store: each process would
+    hold its own sessions, and a session's requests would land on any of them. Checked once
+    the worker count is final (`serve`, after `--workers`)."""
+    if settings.server.workers > 1 and not settings.store.shared:
         raise ConfigError(
-            "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
+            f"{settings.server.workers} workers need a shared store (redis://, "
+            "redis+cluster:// or redis+sentinel:// in [store] url): with the embedded store "
+            "each worker would keep its own sessions",
+            key="--workers" if from_flag else "server.workers",
+            file="<command line>" if from_flag else settings.source,
         )
 
 
@@ -266,6 +274,8 @@ def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Setti
                 "must be an integer between 0 and 65535", key="CTXPROXY_PORT", file="<environment>"
             ) from exc
     if environ.get("CTXPROXY_STORE_URL"):
-        _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")
-        store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        try:
+            store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        except InvalidSetting as exc:
+            raise ConfigError(exc.rule, key="CTXPROXY_STORE_URL", file="<environment>") from exc
     return replace(settings, server=server, store=store)

@@ -1,23 +1,26 @@
-"""`StateStore` on Redis (redis.asyncio): a pool, short per-operation timeouts, a breaker.
+"""`StateStore` on Redis (redis.asyncio): one server, a Sentinel set or a Cluster, with short
+per-operation timeouts and a breaker.
 
-Every operation is one pipelined round trip, run through the `Breaker` of
-`proxy.adapters.redis.breaker` (its docstring tells what a failure does); any Redis failure
-raises `StoreUnavailable`. The compactor's writes: the archive (a capped stream per session), the
-session lock, and the fenced save (`codec.FENCED_SAVE`), which writes nothing and returns False
-once `lock_token` no longer holds the lock. The operator's reads are in `admin`.
+Every operation is one call of the `Wire` (`proxy.adapters.redis.wire`): batches of commands,
+each batch in one cluster slot, all sent at once (one round trip on one server), run through the
+`Breaker` of `proxy.adapters.redis.breaker` (its docstring tells what a failure does); any Redis
+failure raises `StoreUnavailable`. A request's record is two batches: the session's slot, and
+its shard's (events, sessions index; `keys`). The compactor's writes: the archive (a capped
+stream per session), the session lock, and the fenced save (`codec.FENCED_SAVE`), which writes
+nothing and returns False once `lock_token` no longer holds the lock. The operator's reads are
+in `admin` and `events`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
-import redis.asyncio as aioredis
-
-from proxy.adapters.redis import admin
+from proxy.adapters.redis import admin, events
 from proxy.adapters.redis.breaker import Breaker
 from proxy.adapters.redis.codec import (
     FENCED_SAVE,
@@ -25,17 +28,25 @@ from proxy.adapters.redis.codec import (
     compaction_from_json,
     compaction_to_json,
     decode_hash,
+    read_hash_reply,
 )
-from proxy.adapters.redis.keys import Keys
-from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_pipeline
+from proxy.adapters.redis.keys import SHARDS, Keys, shard_of
+from proxy.adapters.redis.pool import Command
+from proxy.adapters.redis.wire import open_wire
 from proxy.errors import StoreUnavailable
 from proxy.logs import redacted_url
+from proxy.settings import parse_store_url
 from proxy.types import JSON, SessionState, StoredCompaction
 
 MAX_CONNECTIONS = 64
-"""Connections to Redis per process; as many store operations run at once, the rest queue."""
+"""Connections to Redis per process (per node of a cluster); as many store operations run at
+once, the rest queue."""
 SESSION_HASHES = ("state", "decisions", "compactions")
 """The hashes a session's turn is loaded from, in `load`'s order."""
+POLL_S = 0.05
+"""How often a waiting events reader asks the shards again."""
+SETTLE_S = 0.002
+"""How long a reader waits for an event held back for a shard's clock (one millisecond)."""
 
 
 class RedisStore:
@@ -50,20 +61,14 @@ class RedisStore:
         events_max: int = 10_000,
         archive_max: int = 1_000,
     ) -> None:
-        self._url = url
-        # redis-py types its replies as unions of every RESP shape; we decode at this edge.
-        # No socket timeout: the breaker bounds every operation as a whole (`op_timeout_s`), and a
-        # per-read one would arm a timer for each reply of a pipeline (a dozen per request). A
+        """`url`: any Redis URL `proxy.settings.parse_store_url` accepts."""
+        # redis-py types its replies as unions of every RESP shape; we decode at this edge. A
         # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
         # exception mid-read), so no reply is left for the next command to misread.
-        self._pool = open_pool(
-            url,
-            socket_timeout=None,
-            socket_connect_timeout=op_timeout_s,
-            max_connections=MAX_CONNECTIONS,
-            retry_on_timeout=False,
+        self._wire = open_wire(
+            parse_store_url(url), op_timeout_s=op_timeout_s, max_connections=MAX_CONNECTIONS
         )
-        self._redis: Any = aioredis.Redis.from_pool(self._pool)
+        self._redis: Any = self._wire.client
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
         self._breaker = Breaker(
@@ -72,7 +77,7 @@ class RedisStore:
             max_concurrent=MAX_CONNECTIONS,
             name=f"Redis at {redacted_url(url)}",
         )
-        self._events_max = events_max
+        self._shard_max = max(1, events_max // SHARDS)
         self._archive_max = archive_max
         self._fenced_save = self._redis.register_script(FENCED_SAVE)
         self._release = self._redis.register_script(RELEASE_LOCK)
@@ -87,10 +92,12 @@ class RedisStore:
         except StoreUnavailable:
             return False
 
+    async def _run(self, *batches: Sequence[Command]) -> list[list[Any]]:
+        return await self._breaker.call(lambda: self._wire.run(batches))
+
     async def load(self, tenant: str, session: str) -> SessionState:
         key = self._keys.session
-        commands = [("HGETALL", key(tenant, session, part)) for part in SESSION_HASHES]
-        replies = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+        [replies] = await self._run([("HGETALL", key(tenant, session, p)) for p in SESSION_HASHES])
         state, decisions, compactions = map(read_hash_reply, replies)
         return SessionState(
             fields=decode_hash(state),
@@ -110,22 +117,34 @@ class RedisStore:
     ) -> None:
         keys = self._keys
         state = keys.session(tenant, session, "state")
-        commands: list[Command] = [
+        own: list[Command] = [
             ("HSET", state, *_pairs({"tenant": tenant, "session": session, **fields}))
         ]
-        commands += [("HINCRBY", state, name, delta) for name, delta in counters.items()]
-        touched = [state, keys.sessions(tenant), keys.tenants()]
+        own += [("HINCRBY", state, name, delta) for name, delta in counters.items()]
+        touched = [state]
         if decisions:
             touched.append(keys.session(tenant, session, "decisions"))
-            commands.append(("HSET", touched[-1], *_pairs(decisions)))
-        commands.append(("ZADD", keys.sessions(tenant), time.time(), session))
-        commands.append(("SADD", keys.tenants(), tenant))
-        if events:  # in the same round trip (an event costs one otherwise)
-            touched.append(keys.events())
-            trim = ("XADD", touched[-1], "MAXLEN", "~", self._events_max, "*")
-            commands += [(*trim, *_pairs(event)) for event in events]
-        commands += [("EXPIRE", name, self._ttl) for name in touched]
-        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+            own.append(("HSET", touched[-1], *_pairs(decisions)))
+        own += [("EXPIRE", name, self._ttl) for name in touched]
+        # The sessions index and the events (in the same round trip: an event costs one
+        # otherwise) go to the session's shard, in another slot than its own keys.
+        shard = shard_of(tenant, session)
+        index, tenants = keys.sessions(shard, tenant), keys.tenants(shard)
+        shared: list[Command] = [
+            ("ZADD", index, time.time(), session),
+            ("EXPIRE", index, self._ttl),
+            ("SADD", tenants, tenant),
+            ("EXPIRE", tenants, self._ttl),
+            *self._event_commands(shard, events),
+        ]
+        await self._run(own, shared)
+
+    def _event_commands(self, shard: int, events: Sequence[Mapping[str, str]]) -> list[Command]:
+        if not events:
+            return []
+        stream = self._keys.events(shard)
+        trim = ("XADD", stream, "MAXLEN", "~", self._shard_max, "*")
+        return [*((*trim, *_pairs(event)) for event in events), ("EXPIRE", stream, self._ttl)]
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         raw = self._keys.session(tenant, session, "raw")
@@ -183,47 +202,58 @@ class RedisStore:
         await self._breaker.call(op)
 
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
-        async def op() -> None:
-            await self._redis.set(self._keys.output(tenant, output_id), text, ex=self._ttl)
-
-        await self._breaker.call(op)
+        await self._run([("SET", self._keys.output(tenant, output_id), text, "EX", self._ttl)])
 
     async def get_output(self, tenant: str, output_id: str) -> str | None:
-        async def op() -> bytes | None:
-            found: bytes | None = await self._redis.get(self._keys.output(tenant, output_id))
-            return found
-
-        found = await self._breaker.call(op)
-        return None if found is None else found.decode()
+        [[found], [legacy]] = await self._run(
+            [("GET", self._keys.output(tenant, output_id))],
+            [("GET", self._keys.legacy_output(tenant, output_id))],
+        )
+        text = found if found is not None else legacy
+        return None if text is None else bytes(text).decode()
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
-        events = self._keys.events()
-        commands: list[Command] = [
-            ("XADD", events, "MAXLEN", "~", self._events_max, "*", *_pairs(event)),
-            ("EXPIRE", events, self._ttl),
-        ]
-        await self._breaker.call(lambda: run_pipeline(self._pool, commands))
+        shard = shard_of(event.get("tenant", ""), event.get("session", ""))
+        await self._run(self._event_commands(shard, [event]))
 
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
     ) -> list[tuple[str, dict[str, str]]]:
-        return await admin.read_events(
-            self._url, self._keys, last_id, block_ms=block_ms, count=count
+        """Every shard's events after `last_id`, merged in id order (`events.merge_shards`);
+        without any yet, the shards are asked again every `POLL_S` until `block_ms` is over."""
+        deadline = time.monotonic() + block_ms / 1000
+        after = last_id
+        while True:
+            reads = await self._read_shards(after, count)
+            if after == "$":
+                after = events.after_now(reads)
+                continue
+            found, held = events.merge_shards(reads, count=count)
+            if found:
+                return found
+            left = deadline - time.monotonic()
+            if not held and left <= 0:
+                return []
+            await asyncio.sleep(SETTLE_S if held else min(POLL_S, left))
+
+    async def _read_shards(self, after: str, count: int) -> list[events.ShardRead]:
+        return await self._breaker.call(
+            lambda: events.read_once(self._wire, self._keys, after, count)
         )
 
     async def list_sessions(self, tenant: str | None, *, limit: int) -> list[dict[str, str]]:
         return await self._breaker.call(
-            lambda: admin.list_sessions(self._redis, self._keys, tenant, limit=limit)
+            lambda: admin.list_sessions(self._wire, self._keys, tenant, limit=limit)
         )
 
     async def session_detail(self, tenant: str, session: str) -> JSON | None:
         replies = await self._breaker.call(
-            lambda: admin.fetch_session_detail(self._redis, self._keys, tenant, session)
+            lambda: admin.fetch_session_detail(self._wire, self._keys, tenant, session)
         )
         return admin.session_detail_from(replies)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._wire.close()
 
 
 def _pairs(mapping: Mapping[str, str | int | float]) -> Iterable[str | int | float]:
