@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -82,6 +83,8 @@ def wait_for(check: object, what: str, timeout: float = 20.0) -> None:
 class RedisCluster:
     """Six `redis-server --cluster-enabled yes`, joined by `redis-cli --cluster create`."""
 
+    promoted_at: float = 0.0
+    """When a replica took a killed primary's place (`time.monotonic()`); 0 until then."""
     nodes: list[RedisServer] = field(
         default_factory=lambda: [RedisServer(port=_low_port()) for _ in range(6)]
     )
@@ -98,6 +101,7 @@ class RedisCluster:
                 "--cluster-port", str(free_port()),
                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
                 "--cluster-replica-validity-factor", "0",
+                "--repl-diskless-sync-delay", "0",
             )  # fmt: skip
         redis_cli(
             "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
@@ -110,7 +114,10 @@ class RedisCluster:
         if not all("cluster_state:ok" in command(n.port, "CLUSTER", "INFO") for n in live):
             return False
         roles = [self.role(n) for n in live]
-        return roles.count("master") == 3 and roles.count("slave") >= 3 - (6 - len(live))
+        synced = all(
+            _link_up(n.port) for n, role in zip(live, roles, strict=True) if role == "slave"
+        )
+        return synced and roles.count("master") == 3 and roles.count("slave") >= len(live) - 3
 
     def live(self) -> list[RedisServer]:
         return [n for n in self.nodes if n.proc is not None]
@@ -121,24 +128,62 @@ class RedisCluster:
     def primaries(self) -> list[RedisServer]:
         return [n for n in self.live() if self.role(n) == "master"]
 
+    def slot_of(self, key: str) -> int:
+        return int(command(self.live()[0].port, "CLUSTER", "KEYSLOT", key))
+
     def primary_of(self, key: str) -> RedisServer:
-        slot = int(command(self.nodes[0].port, "CLUSTER", "KEYSLOT", key))
+        slot = self.slot_of(key)
         for node in self.primaries():
             if _owns(node, slot):
                 return node
         raise RuntimeError(f"no primary owns slot {slot}")
+
+    def move_slot_of(self, key: str, source: RedisServer, target: RedisServer) -> None:
+        """Migrate the slot of `key` from `source` to `target` as `redis-cli --cluster reshard`
+        does (IMPORTING/MIGRATING, `MIGRATE` key by key, then the slot's new owner), slowly
+        enough for requests to meet the migration."""
+        slot = str(self.slot_of(key))
+        source_id = command(source.port, "CLUSTER", "MYID")
+        target_id = command(target.port, "CLUSTER", "MYID")
+        command(target.port, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        command(source.port, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        while keys := command(source.port, "CLUSTER", "GETKEYSINSLOT", slot, "1"):
+            command(source.port, "MIGRATE", "127.0.0.1", str(target.port), "", "0", "5000",
+                    "KEYS", *keys.split("\n"))  # fmt: skip
+            time.sleep(0.1)
+        for node in self.primaries():
+            command(node.port, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
 
     def kill(self, node: RedisServer) -> None:
         assert node.proc is not None
         node.proc.kill()
         node.proc.wait()
         node.proc = None
+        self.promoted_at = 0.0
+        threading.Thread(target=self._watch_promotion, daemon=True).start()
+
+    def _watch_promotion(self) -> None:
+        """Note when a replica has taken the killed primary's place (`promoted_at`)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if len(self.primaries()) == 3:
+                    self.promoted_at = time.monotonic()
+                    return
+            except (OSError, RuntimeError):
+                pass
+            time.sleep(0.02)
 
     def stop(self) -> None:
         for node in self.nodes:
             if node.proc is not None:
                 node.resume()
                 node.stop()
+
+
+def _link_up(port: int) -> bool:
+    """Whether a replica has synced with its primary (a failover before that loses data)."""
+    return "master_link_status:up" in command(port, "INFO", "replication")
 
 
 def _owns(node: RedisServer, slot: int) -> bool:
@@ -173,8 +218,10 @@ class SentinelSet:
         )
 
     def start(self) -> None:
-        self.primary.start()
-        self.replica.start("--replicaof", "127.0.0.1", str(self.primary.port))
+        self.primary.start("--repl-diskless-sync-delay", "0")
+        self.replica.start(
+            "--replicaof", "127.0.0.1", str(self.primary.port), "--repl-diskless-sync-delay", "0"
+        )
         binary = shutil.which("redis-server")
         assert binary is not None
         for port in self.sentinels:
@@ -202,7 +249,14 @@ class SentinelSet:
             state = dict(zip(reply[::2], reply[1::2], strict=False))
             if state.get("num-other-sentinels") != "2" or state.get("num-slaves") != "1":
                 return False
-        return True
+        return _link_up(self.replica.port)
+
+    def kill_primary(self) -> None:
+        """Kill the primary: the sentinels promote the replica."""
+        assert self.primary.proc is not None
+        self.primary.proc.kill()
+        self.primary.proc.wait()
+        self.primary.proc = None
 
     def master_port(self) -> int:
         reply = command(self.sentinels[0], "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)

@@ -23,6 +23,13 @@ redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5])
 return 1
 """
 
+# KEYS: a session's archive stream. ARGV: the history (JSON), its cap, the TTL. Both or neither.
+ARCHIVE = """
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'messages', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return id
+"""
+
 # KEYS: lock. ARGV: token. Deletes the lock only for its owner.
 RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

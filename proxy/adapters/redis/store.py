@@ -23,6 +23,7 @@ from typing import Any
 from proxy.adapters.redis import admin, events
 from proxy.adapters.redis.breaker import Breaker
 from proxy.adapters.redis.codec import (
+    ARCHIVE,
     FENCED_SAVE,
     RELEASE_LOCK,
     compaction_from_json,
@@ -45,6 +46,10 @@ SESSION_HASHES = ("state", "decisions", "compactions")
 """The hashes a session's turn is loaded from, in `load`'s order."""
 POLL_S = 0.05
 """How often a waiting events reader asks the shards again."""
+FAILOVER_BREAKER_S = 0.25
+"""The breaker's period on a cluster or a Sentinel set."""
+MAX_UNRELEASED = 1_000
+"""Locks remembered for release at the session's next compaction (a bound, not a queue)."""
 SETTLE_S = 0.002
 """How long a reader waits for an event held back for a shard's clock (one millisecond)."""
 
@@ -57,18 +62,23 @@ class RedisStore:
         key_prefix: str = "ctxproxy:",
         session_ttl_s: int = 604_800,
         op_timeout_s: float = 0.5,
-        breaker_s: float = 1.0,
+        breaker_s: float | None = None,
         events_max: int = 10_000,
         archive_max: int = 1_000,
     ) -> None:
-        """`url`: any Redis URL `proxy.settings.parse_store_url` accepts."""
+        """`url`: any Redis URL `proxy.settings.parse_store_url` accepts. `breaker_s`: how long
+        the breaker stays open after a failure; by default 1 s on one server, and 0.25 s on a
+        cluster or a Sentinel set, where a failure is mostly a failover to follow soon (a dead
+        node refuses at once: a probe costs little)."""
         # redis-py types its replies as unions of every RESP shape; we decode at this edge. A
         # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
         # exception mid-read), so no reply is left for the next command to misread.
-        self._wire = open_wire(
-            parse_store_url(url), op_timeout_s=op_timeout_s, max_connections=MAX_CONNECTIONS
-        )
-        self._redis: Any = self._wire.client
+        address = parse_store_url(url)
+        self._wire = open_wire(address, op_timeout_s=op_timeout_s, max_connections=MAX_CONNECTIONS)
+        if breaker_s is None:
+            breaker_s = 1.0 if address.kind == "redis" else FAILOVER_BREAKER_S
+        self._unreleased: dict[str, str] = {}
+        """Locks this process took and could not release, by key: their tokens."""
         self._keys = Keys(key_prefix)
         self._ttl = session_ttl_s
         self._breaker = Breaker(
@@ -79,8 +89,6 @@ class RedisStore:
         )
         self._shard_max = max(1, events_max // SHARDS)
         self._archive_max = archive_max
-        self._fenced_save = self._redis.register_script(FENCED_SAVE)
-        self._release = self._redis.register_script(RELEASE_LOCK)
 
     @property
     def degraded(self) -> bool:
@@ -88,7 +96,7 @@ class RedisStore:
 
     async def ping(self) -> bool:
         try:
-            return bool(await self._breaker.call(self._redis.ping))
+            return await self._breaker.call(self._wire.ping)
         except StoreUnavailable:
             return False
 
@@ -148,15 +156,9 @@ class RedisStore:
 
     async def archive(self, tenant: str, session: str, messages_json: bytes) -> str:
         raw = self._keys.session(tenant, session, "raw")
-
-        async def op() -> str:
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xadd(raw, {"messages": messages_json}, maxlen=self._archive_max, approximate=True)
-            pipe.expire(raw, self._ttl)
-            entry_id, _ = await pipe.execute()
-            return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-
-        return await self._breaker.call(op)
+        args = (messages_json, self._archive_max, self._ttl)
+        [[entry_id]] = await self._run([("EVAL", ARCHIVE, 1, raw, *args)])
+        return bytes(entry_id).decode()
 
     async def save_compaction(
         self,
@@ -171,35 +173,37 @@ class RedisStore:
             self._keys.session(tenant, session, kind)
             for kind in ("lock", "compactions", "snapshot")
         ]
-        args: list[str | bytes | int] = [
+        args = (
             lock_token,
             compaction.prefix_hash,
             compaction_to_json(compaction),
             snapshot_json,
             self._ttl,
-        ]
-
-        async def op() -> bool:
-            return bool(await self._fenced_save(keys=keys, args=args))
-
-        return await self._breaker.call(op)
+        )
+        [[saved]] = await self._run([("EVAL", FENCED_SAVE, len(keys), *keys, *args)])
+        return bool(saved)
 
     async def acquire_lock(self, tenant: str, session: str, *, ttl_ms: int) -> str | None:
+        """The lock, after releasing the one this process could not release (Redis was
+        unreachable then: a failover) if it still stands, in the same round trip."""
         token = secrets.token_hex(16)
         lock = self._keys.session(tenant, session, "lock")
-
-        async def op() -> bool:
-            return bool(await self._redis.set(lock, token, nx=True, px=ttl_ms))
-
-        return token if await self._breaker.call(op) else None
+        batch: list[Command] = [("SET", lock, token, "NX", "PX", ttl_ms)]
+        stale = self._unreleased.get(lock)
+        if stale is not None:
+            batch.insert(0, ("EVAL", RELEASE_LOCK, 1, lock, stale))
+        [replies] = await self._run(batch)
+        self._unreleased.pop(lock, None)
+        return token if replies[-1] else None
 
     async def release_lock(self, tenant: str, session: str, token: str) -> None:
         lock = self._keys.session(tenant, session, "lock")
-
-        async def op() -> None:
-            await self._release(keys=[lock], args=[token])
-
-        await self._breaker.call(op)
+        try:
+            await self._run([("EVAL", RELEASE_LOCK, 1, lock, token)])
+        except StoreUnavailable:
+            if len(self._unreleased) < MAX_UNRELEASED:
+                self._unreleased[lock] = token
+            raise
 
     async def put_output(self, tenant: str, output_id: str, text: str) -> None:
         await self._run([("SET", self._keys.output(tenant, output_id), text, "EX", self._ttl)])

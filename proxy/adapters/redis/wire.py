@@ -27,6 +27,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError
 
 from proxy.adapters.redis.pool import (
     Command,
@@ -42,11 +43,13 @@ FAN_OUT = 16
 
 
 class Wire(Protocol):
-    client: Any
-    """The redis-py client, for scripts and single commands (`Redis` or `RedisCluster`)."""
-
     async def run(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
-        """Each batch's replies; an error reply raises (once every reply is read)."""
+        """Each batch's replies; an error reply raises (once every reply is read). Any failure
+        to reach Redis is a `RedisError` or an `OSError`."""
+        ...
+
+    async def ping(self) -> bool:
+        """Whether every primary answers."""
         ...
 
     async def close(self) -> None: ...
@@ -57,6 +60,10 @@ class ServerWire:
         self.client = client
         self._pool = client.connection_pool
         self._closing = closing
+
+    async def ping(self) -> bool:
+        [pong] = await run_pipeline(self._pool, [("PING",)])
+        return bool(pong)
 
     async def run(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
         replies = await run_pipeline(self._pool, [c for batch in batches for c in batch])
@@ -78,9 +85,20 @@ class ClusterWire:
         self._fan_out = asyncio.Semaphore(FAN_OUT)
 
     async def run(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
-        if len(batches) == 1:
-            return [await self._pipeline(batches[0])]
-        return list(await asyncio.gather(*(self._bounded(batch) for batch in batches)))
+        try:
+            if len(batches) == 1:
+                return [await self._pipeline(batches[0])]
+            return list(await asyncio.gather(*(self._bounded(batch) for batch in batches)))
+        except AttributeError as exc:
+            # redis-py 8 writes on a connection that another task's slot-map reload closed
+            # under it (`_writer` is None): a lost connection like any other
+            raise ConnectionError(f"cluster connection closed: {exc}") from exc
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self.client.ping(target_nodes=RedisCluster.PRIMARIES))
+        except AttributeError as exc:
+            raise ConnectionError(f"cluster connection closed: {exc}") from exc
 
     async def _bounded(self, batch: Sequence[Command]) -> list[Any]:
         async with self._fan_out:
