@@ -24,12 +24,14 @@ from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import AbstractConnection, Connection
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError
 
 from proxy.adapters.redis.pool import (
+    PACKING,
     Command,
     HiredisSentinelConnection,
     HiredisSentinelSSLConnection,
@@ -133,6 +135,11 @@ def open_wire(address: StoreAddress, *, op_timeout_s: float, max_connections: in
             socket_connect_timeout=op_timeout_s,
             socket_timeout=op_timeout_s,
         )
+        # The nodes found at the first command pack commands in C, as one server's do (the
+        # same keyword arguments make every node; redis-py picks no class from them otherwise).
+        kwargs = cluster.get_connection_kwargs()
+        chosen: type[AbstractConnection] = kwargs.get("connection_class") or Connection
+        kwargs["connection_class"] = PACKING.get(chosen, chosen)
         return ClusterWire(cluster)
     if address.kind == "sentinel":
         sentinel = Sentinel(  # type: ignore[no-untyped-call]
