@@ -15,6 +15,7 @@ Modules, in the order a request meets them:
     passthrough  every other `/v1/*` path, untouched
     admin        health, readiness, persisted outputs, sessions and events views
     access       the access line of each request; runner: serving on one socket, draining
+    workers      `serve --workers N`: a parent forking N workers on one socket
     observe/     what a request did, told to the metrics and the events
 
 An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting
