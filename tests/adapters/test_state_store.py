@@ -226,7 +226,9 @@ async def test_every_batch_the_store_sends_stays_in_one_cluster_slot(
     sent = wire.run
 
     async def watched(batches: Any) -> list[list[Any]]:
-        slots.extend({key_slot(_key_of(command).encode()) for command in b} for b in batches)
+        slots.extend(
+            {key_slot(k.encode()) for command in b for k in _keys_of(command)} for b in batches
+        )
         return await sent(batches)
 
     wire.run = watched  # type: ignore[method-assign]
@@ -242,15 +244,22 @@ async def test_every_batch_the_store_sends_stays_in_one_cluster_slot(
         await store.read_events("0-0", block_ms=0, count=10)
         await store.list_sessions(None, limit=10)
         await store.session_detail("t1", "s1")
+        token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
+        assert token is not None
+        await store.archive("t1", "s1", b"[]")
+        await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]", lock_token=token)
+        await store.release_lock("t1", "s1", token)
     finally:
         await store.close()
     assert len(slots) > 20
     assert [s for s in slots if len(s) != 1] == []
 
 
-def _key_of(command: tuple[Any, ...]) -> str:
-    """The key of one of the store's commands: the first argument, `EVAL`'s first key."""
-    return str(command[3] if command[0] == "EVAL" else command[1])
+def _keys_of(command: tuple[Any, ...]) -> list[str]:
+    """The keys of one of the store's commands: the first argument, or `EVAL`'s keys."""
+    if command[0] == "EVAL":
+        return [str(key) for key in command[3 : 3 + int(command[2])]]
+    return [str(command[1])]
 
 
 async def test_a_store_of_the_previous_layout_keeps_its_sessions_and_outputs(
