@@ -101,7 +101,7 @@ class RedisCluster:
                 "--cluster-port", str(free_port()),
                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
                 "--cluster-replica-validity-factor", "0",
-                "--repl-diskless-sync-delay", "0",
+                "--repl-diskless-sync", "no",
             )  # fmt: skip
         redis_cli(
             "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
@@ -218,9 +218,9 @@ class SentinelSet:
         )
 
     def start(self) -> None:
-        self.primary.start("--repl-diskless-sync-delay", "0")
+        self.primary.start("--repl-diskless-sync", "no")
         self.replica.start(
-            "--replicaof", "127.0.0.1", str(self.primary.port), "--repl-diskless-sync-delay", "0"
+            "--replicaof", "127.0.0.1", str(self.primary.port), "--repl-diskless-sync", "no"
         )
         binary = shutil.which("redis-server")
         assert binary is not None

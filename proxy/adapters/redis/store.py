@@ -74,9 +74,14 @@ class RedisStore:
         # read cut by the breaker's timeout drops its connection (redis-py disconnects on any
         # exception mid-read), so no reply is left for the next command to misread.
         address = parse_store_url(url)
-        self._wire = open_wire(address, op_timeout_s=op_timeout_s, max_connections=MAX_CONNECTIONS)
         if breaker_s is None:
             breaker_s = 1.0 if address.kind == "redis" else FAILOVER_BREAKER_S
+        self._wire = open_wire(
+            address,
+            op_timeout_s=op_timeout_s,
+            breaker_s=breaker_s,
+            max_connections=MAX_CONNECTIONS,
+        )
         self._unreleased: dict[str, str] = {}
         """Locks this process took and could not release, by key: their tokens."""
         self._keys = Keys(key_prefix)

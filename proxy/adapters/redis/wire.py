@@ -19,7 +19,9 @@ follows the new primary by itself.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
@@ -28,8 +30,15 @@ from redis.asyncio.connection import AbstractConnection, Connection
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    RedisClusterException,
+    RedisError,
+)
+from redis.exceptions import TimeoutError as RedisTimeout
 
+from proxy.adapters.redis.breaker import NodeUnavailable
 from proxy.adapters.redis.pool import (
     PACKING,
     Command,
@@ -82,25 +91,63 @@ class ServerWire:
 
 
 class ClusterWire:
-    def __init__(self, client: RedisCluster) -> None:
+    """Batches on a cluster, with a breaker per node: a batch whose slot's primary failed less
+    than `breaker_s` ago fails at once (`NodeUnavailable`) without touching the network; a batch
+    that fails to reach its node marks the node and reloads the slot map (from the other nodes,
+    keeping every connection to them), so once the cluster has promoted a replica the slots go
+    there. Batches of healthy nodes run on meanwhile."""
+
+    def __init__(self, client: RedisCluster, *, breaker_s: float) -> None:
         self.client = client
         self._fan_out = asyncio.Semaphore(FAN_OUT)
+        self._breaker_s = breaker_s
+        self._down: dict[str, float] = {}
+        """Node name -> until when its batches fail at once."""
 
     async def run(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
-        try:
-            if len(batches) == 1:
-                return [await self._pipeline(batches[0])]
-            return list(await asyncio.gather(*(self._bounded(batch) for batch in batches)))
-        except AttributeError as exc:
-            # redis-py 8 writes on a connection that another task's slot-map reload closed
-            # under it (`_writer` is None): a lost connection like any other
-            raise ConnectionError(f"cluster connection closed: {exc}") from exc
+        nodes = [self._node_of(batch) for batch in batches]
+        now = time.monotonic()
+        for name in nodes:
+            if name is not None and self._down.get(name, 0.0) > now:
+                raise NodeUnavailable(f"node {name} unavailable (breaker open)")
+        if len(batches) == 1:
+            replies: list[Any] = [await self._caught(self._pipeline(batches[0]))]
+        else:
+            replies = list(
+                await asyncio.gather(*(self._caught(self._bounded(batch)) for batch in batches))
+            )
+        failed = [(n, r) for n, r in zip(nodes, replies, strict=True) if isinstance(r, Exception)]
+        for name, error in failed:
+            if isinstance(error, NodeUnavailable) and name is not None:
+                self._down[name] = time.monotonic() + self._breaker_s
+                await self._reload_slots(name)
+        if failed:
+            raise failed[0][1]
+        return replies
 
-    async def ping(self) -> bool:
+    async def _caught(self, batch: Awaitable[list[Any]]) -> list[Any] | Exception:
+        """A batch's replies, or the error that ended it; a failure to reach the node (a redis-py
+        8 write on a connection another task closed: `_writer` is None) as `NodeUnavailable`."""
         try:
-            return bool(await self.client.ping(target_nodes=RedisCluster.PRIMARIES))
-        except AttributeError as exc:
-            raise ConnectionError(f"cluster connection closed: {exc}") from exc
+            return await batch
+        except (ConnectionError, RedisTimeout, OSError, ClusterDownError, AttributeError) as exc:
+            return NodeUnavailable(f"{type(exc).__name__}: {exc}")
+        except RedisError as exc:
+            return exc
+
+    def _node_of(self, batch: Sequence[Command]) -> str | None:
+        """The name of the primary that owns the batch's slot, as far as the map knows."""
+        command = batch[0]
+        key = command[3] if command[0] == "EVAL" else command[1]
+        try:
+            node = self.client.get_node_from_key(key)  # type: ignore[arg-type]
+        except (RedisError, RedisClusterException):  # no slot map yet, or a slot uncovered
+            return None
+        return None if node is None else str(node.name)
+
+    async def _reload_slots(self, failed: str | None) -> None:
+        with contextlib.suppress(RedisError, OSError):
+            await self.client.nodes_manager.initialize(last_failed_node_name=failed)
 
     async def _bounded(self, batch: Sequence[Command]) -> list[Any]:
         async with self._fan_out:
@@ -112,35 +159,45 @@ class ClusterWire:
             pipe.execute_command(*command)
         return list(await pipe.execute())
 
+    async def ping(self) -> bool:
+        try:
+            return bool(await self.client.ping(target_nodes=RedisCluster.PRIMARIES))
+        except AttributeError as exc:
+            raise ConnectionError(f"cluster connection closed: {exc}") from exc
+
     async def close(self) -> None:
         await self.client.aclose()
 
 
-def open_wire(address: StoreAddress, *, op_timeout_s: float, max_connections: int) -> Wire:
+def open_wire(
+    address: StoreAddress, *, op_timeout_s: float, breaker_s: float, max_connections: int
+) -> Wire:
     """The wire to the Redis `address` names; nothing is connected until the first command.
 
     One server and Sentinel have no socket timeout (the store's breaker bounds each operation
-    as a whole; see `proxy.adapters.redis.store`). A cluster's connections time out at
-    `op_timeout_s`: redis-py reloads the slot map after a timeout or a connection error, so a
-    primary that froze is left for the one the cluster promoted."""
+    as a whole; see `proxy.adapters.redis.store`). A cluster's connections time out a little
+    before `op_timeout_s`, so a node that froze is marked down (and the slot map reloaded)
+    before the breaker's timeout ends the operation; `breaker_s` is each node's breaker period."""
     if address.kind == "cluster":
         cluster = RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in address.nodes],
             require_full_coverage=False,  # the slots of live primaries serve during a failover
-            retry=Retry(backoff=NoBackoff(), retries=1),  # the breaker bounds the rest
+            # no retry: redis-py would close every node's connections first (ClusterWire
+            # reloads the slot map alone, and the next request is the retry)
+            retry=Retry(backoff=NoBackoff(), retries=0),
             max_connections=3 * max_connections,  # two batches an operation, plus listings
             ssl=address.tls,
             username=address.username,
             password=address.password,
-            socket_connect_timeout=op_timeout_s,
-            socket_timeout=op_timeout_s,
+            socket_connect_timeout=op_timeout_s * 0.8,
+            socket_timeout=op_timeout_s * 0.8,
         )
         # The nodes found at the first command pack commands in C, as one server's do (the
         # same keyword arguments make every node; redis-py picks no class from them otherwise).
         kwargs = cluster.get_connection_kwargs()
         chosen: type[AbstractConnection] = kwargs.get("connection_class") or Connection
         kwargs["connection_class"] = PACKING.get(chosen, chosen)
-        return ClusterWire(cluster)
+        return ClusterWire(cluster, breaker_s=breaker_s)
     if address.kind == "sentinel":
         sentinel = Sentinel(  # type: ignore[no-untyped-call]
             address.nodes,
