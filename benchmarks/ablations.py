@@ -67,12 +67,12 @@ def skip_pipeline(patches: Patches) -> None:
 
 
 def skip_after(patches: Patches) -> None:
-    """No after-work: `chat._after` does nothing and runs inline, so this includes `task`."""
+    """No after-work: `chat.after` does nothing and runs inline, so this includes `task`."""
 
     async def after(*_: Any) -> None:
         return None
 
-    patches.replace(chat, "_after", after)
+    patches.replace(chat, "after", after)
     run_inline(patches)
 
 

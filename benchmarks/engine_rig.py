@@ -13,7 +13,7 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.compaction.compactor import Compactor
 from proxy.config import load_settings
 from proxy.engine.engine import ContextEngine
-from proxy.engine.pipeline import build_stack
+from proxy.engine.pipeline import build_stack, draft_from_body
 from proxy.ports import StateStore
 from proxy.server.factories import make_workspace
 from proxy.usage import Usage
@@ -68,7 +68,7 @@ def body_of(messages: list[dict[str, Any]]) -> dict[str, Any]:
 async def one_request(engine: ContextEngine, body: dict[str, Any], session: str) -> float:
     """Seconds spent in load → prepare → persist outputs → record for one request."""
     started = time.perf_counter()
-    turn, _ = await engine.load_turn("default", session, MODEL)
+    turn = await engine.load_turn("default", session, draft_from_body(body))
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     await engine.persist_outputs(prepared)
     await engine.record(prepared, usage=Usage(prompt_tokens=100), completed=True,

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmarks.engine_rig import make_engine
 from benchmarks.payloads import MODEL, body_for
 from proxy.adapters.memory.store import MemoryStore
+from proxy.engine.pipeline import draft_from_body
 from proxy.server.observe.events import EventEmitter, request_event
 from proxy.server.observe.metrics import Metrics
 from proxy.server.observe.trace import Trace, notify
@@ -29,7 +30,7 @@ async def make_trace(tmp: Path, size: str, *, stream: bool) -> Trace:
     """The trace of one `size` request answered with usage (and a first byte when streamed)."""
     engine = make_engine(tmp)
     body = body_for(size, stream=stream)
-    turn, _ = await engine.load_turn("default", f"bench-{size}", MODEL)
+    turn = await engine.load_turn("default", f"bench-{size}", draft_from_body(body))
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     usage = Usage(prompt_tokens=1234, completion_tokens=56, cached_tokens=1024)
     relayed = Relayed(usage=usage, completed=True, first_byte_s=0.012 if stream else None)

@@ -22,8 +22,9 @@ from typing import Any
 import orjson
 
 from benchmarks.engine_rig import make_engine
-from benchmarks.payloads import MODEL, body_for
+from benchmarks.payloads import body_for
 from proxy.engine.engine import ContextEngine, Prepared
+from proxy.engine.pipeline import draft_from_body
 from proxy.types import JSON, Turn
 from proxy.usage import Usage
 
@@ -34,10 +35,10 @@ SIZES = ("small", "agentic", "coding")
 async def steady_turn(engine: ContextEngine, body: dict[str, Any]) -> Turn:
     """The session's turn after two earlier requests of the same body (decisions, lineage)."""
     for _ in range(2):
-        turn, _ = await engine.load_turn("default", SESSION, MODEL)
+        turn = await engine.load_turn("default", SESSION, draft_from_body(body))
         prepared = await engine.prepare(body, turn=turn, api_key=None)
         await record(engine, prepared, body)
-    turn, _ = await engine.load_turn("default", SESSION, MODEL)
+    turn = await engine.load_turn("default", SESSION, draft_from_body(body))
     return turn
 
 
@@ -69,11 +70,12 @@ async def measure(size: str, *, runs: int, calls: int) -> dict[str, float]:
         turn = await steady_turn(engine, orjson.loads(raw))
         prepared = await engine.prepare(orjson.loads(raw), turn=turn, api_key=None)
 
-        async def prepare(body: JSON) -> None:
-            await engine.prepare(body, turn=turn, api_key=None)
+        async def prepare(body: JSON) -> None:  # the turn of this very body, as the server's
+            fresh = turn._replace(client=draft_from_body(body))
+            await engine.prepare(body, turn=fresh, api_key=None)
 
         async def load(body: JSON) -> None:
-            await engine.load_turn("default", SESSION, MODEL)
+            await engine.load_turn("default", SESSION, draft_from_body(body))
 
         async def recorded(body: JSON) -> None:
             await record(engine, prepared, body)
@@ -92,7 +94,8 @@ async def profile(size: str, *, calls: int) -> None:
         profiler = cProfile.Profile()
         profiler.enable()
         for body in bodies:
-            await engine.prepare(body, turn=turn, api_key=None)
+            fresh = turn._replace(client=draft_from_body(body))
+            await engine.prepare(body, turn=fresh, api_key=None)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
 

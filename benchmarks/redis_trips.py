@@ -29,6 +29,7 @@ from benchmarks.payloads import MODEL
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.redis.store import RedisStore
 from proxy.engine.engine import ContextEngine
+from proxy.engine.pipeline import draft_from_body
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.trace import Trace
 from proxy.server.relay import Relayed
@@ -79,7 +80,7 @@ async def one_request(
 ) -> None:
     """The store's part of one request: load → prepare → persist → record with the request's
     events (as `proxy.server.chat` does after the answer)."""
-    turn, _ = await engine.load_turn("default", session, MODEL)
+    turn = await engine.load_turn("default", session, draft_from_body(body))
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     await engine.persist_outputs(prepared)
     usage = Usage(prompt_tokens=100)

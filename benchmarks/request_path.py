@@ -5,7 +5,8 @@ The proxy and a fast fake upstream run in this process; one warm-up request, the
 (the `small` benchmark body, or `--size`) is followed with `sys.setprofile` from the moment it is
 sent until its after-work (session record, events, metrics) is done. Every Python call whose code
 lives in `proxy/` counts: files, functions (by qualified name), and entries into each file (a
-call into a file other than the caller's). Import-time code and start-up are not counted.
+call into a file other than the caller's). A coroutine resumed after an await is not a new call.
+Import-time code and start-up are not counted.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Tracer:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []  # (caller's file, file, function)
+        self._frames: dict[int, FrameType] = {}  # held: an id is not reused while tracing
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
@@ -46,6 +48,9 @@ class Tracer:
         code = frame.f_code
         if not code.co_filename.startswith(ROOT):
             return
+        if id(frame) in self._frames:  # a generator or coroutine resumed, not called
+            return
+        self._frames[id(frame)] = frame
         caller = frame.f_back.f_code.co_filename if frame.f_back is not None else ""
         self.calls.append((caller, code.co_filename, code.co_qualname))
 

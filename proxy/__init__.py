@@ -3,11 +3,13 @@
 The house, bottom floor first (a module imports only its own floor or the ones below; the
 architecture test, `tests/test_architecture.py`, walks the imports and checks it):
 
-    foundation   types, errors, ports, content, history, identity, sse, usage, models, logs:
-                 plain data, wire formats, the seams; pure (no I/O, no network)
+    foundation   types, errors, ports, content, history, identity, sse, usage, models, logs,
+                 exact_json: plain data, wire formats, the seams; pure (no I/O, no network); and
+                 memory/, the learned facts' formats (imports the foundation modules only)
     pure rooms   stages/ (message transforms), translate/ (wire translation), recall/ (what was
                  cut, by ref), cost/ (prices): each imports the foundation only, never another
     compaction/  everything about summarizing a history
+    inbound/     each inbound API (Anthropic Messages, …) ⇄ the internal form; pure
     settings     settings, config, config_tables: the frozen settings tree and its TOML loader
     engine/      one request, in call order: load the turn → stages → compaction → render → record
     adapters/    the only I/O besides the server: Redis, the embedded store, upstreams,

@@ -2,7 +2,8 @@
 and it takes `environ` as a parameter.
 
 Every key is checked once at start-up: an unknown key, a wrong type or a bad value raises
-`ConfigError` naming the key and the file. Paths are relative to the config file.
+`ConfigError` naming the key and the file. Paths are relative to the config file. A tenant that
+sets no `prune.when_cache_cold_s` gets its upstream's cache lifetime (`cache_cold_after_s`).
 """
 
 from __future__ import annotations
@@ -19,17 +20,22 @@ from urllib.parse import urlsplit
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError, InvalidSetting
 from proxy.logs import LOG_LEVELS
+from proxy.memory.ledger import MemorySettings
 from proxy.settings import (
     ServerSettings,
     Settings,
     StoreSettings,
     TenantSettings,
     UpstreamSettings,
+    cache_cold_after_s,
+    check_workers_share_a_store,
 )
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-STAGES = ("bootstrap", "prune", "budgets", "compact", "cache")
+MIN_SECRET_CHARS = 32  # a compaction handle secret's least length (bytes of its UTF-8)
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
+"""A tenant's sub-tables, one settings object each."""
 
 
 def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
@@ -72,13 +78,18 @@ def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
 
     The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
-    whatever the current folder. The sample workspace serves the example config and the demo."""
+    whatever the current folder. The sample workspace serves the example config and the demo.
+    For the same reason it learns no facts: any bearer is this tenant, and a fact one client's
+    conversation taught would be shown to every other (configure a tenant to have memory)."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
+    tenant = TenantSettings(memory=MemorySettings(enabled=False))
+    prune = replace(tenant.prune, when_cache_cold_s=cache_cold_after_s(upstream.cache_style, "5m"))
+    tenant = replace(tenant, prune=prune)
+    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
@@ -93,9 +104,11 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     if unknown:
         raise ConfigError("unknown section", key=sorted(unknown)[0], file=file)
     base = path.resolve().parent
-    server = build_table(ServerSettings, raw.get("server", {}), "server", file)
+    allowed = {f.name for f in fields(ServerSettings)} - {"secret"}
+    server = build_table(ServerSettings, raw.get("server", {}), "server", file, allowed=allowed)
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
+    server = _with_secret(server, environ, file)
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
     upstreams = {
         name: _upstream(name, table, environ, file)
@@ -158,6 +171,9 @@ def _tenant(
         stage: build_table(type(getattr(tenant, stage)), stages[stage], f"{where}.{stage}", file)
         for stage in STAGES
     }
+    if "when_cache_cold_s" not in stages["prune"]:
+        cold = cache_cold_after_s(upstreams[tenant.upstream].cache_style, built["cache"].ttl)
+        built["prune"] = replace(built["prune"], when_cache_cold_s=cold)
     summarizer = built["compact"].summarizer_upstream
     if summarizer is not None and summarizer not in upstreams:
         raise ConfigError(
@@ -203,24 +219,22 @@ def _default_tenant(
     )
 
 
+def _with_secret(server: ServerSettings, environ: Mapping[str, str], file: str) -> ServerSettings:
+    """`server` with the compaction handles' secret read from `secret_env`, which must name a
+    variable holding at least `MIN_SECRET_CHARS` characters."""
+    if server.secret_env is None:
+        return server
+    secret = environ.get(server.secret_env) or ""
+    if len(secret.encode()) < MIN_SECRET_CHARS:
+        rule = f"names a variable that is unset or shorter than {MIN_SECRET_CHARS} characters"
+        raise ConfigError(rule, key="server.secret_env", file=file)
+    return replace(server, secret=secret)
+
+
 def _check_digest(value: str, key: str, file: str) -> None:
     if not DIGEST.match(value):
         raise ConfigError(
             "must be sha256 hex digests (see `ctxproxy keys hash`)", key=key, file=file
-        )
-
-
-def check_workers_share_a_store(settings: Settings, *, from_flag: bool = False) -> None:
-    """Raise `ConfigError` for more than one worker on the embedded store: each process would
-    hold its own sessions, and a session's requests would land on any of them. Checked once
-    the worker count is final (`serve`, after `--workers`)."""
-    if settings.server.workers > 1 and not settings.store.shared:
-        raise ConfigError(
-            f"{settings.server.workers} workers need a shared store (redis://, "
-            "redis+cluster:// or redis+sentinel:// in [store] url): with the embedded store "
-            "each worker would keep its own sessions",
-            key="--workers" if from_flag else "server.workers",
-            file="<command line>" if from_flag else settings.source,
         )
 
 

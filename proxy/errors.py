@@ -5,6 +5,8 @@
     ├── BadRequest                400: invalid JSON, missing or ill-typed fields
     │   └── BodyTooLarge          413: body over `max_body_bytes`
     ├── Unauthorized              401: missing or unknown bearer (`invalid_api_key`)
+    ├── Forbidden                 403: a known key on a route it is not for (an admin key of no
+    │                             tenant on a model route)
     ├── NotFound                  404: unknown output, session, or route
     ├── UpstreamUnreachable       502: connect refused/reset before headers
     ├── UpstreamTimeout           504: connect or first-byte bound exceeded
@@ -69,6 +71,11 @@ class Unauthorized(CtxProxyError):
     status = 401
     error_type = "invalid_request_error"
     code = "invalid_api_key"
+
+
+class Forbidden(CtxProxyError):
+    status = 403
+    error_type = "invalid_request_error"
 
 
 class NotFound(CtxProxyError):

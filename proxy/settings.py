@@ -1,21 +1,39 @@
 """The frozen settings tree that `proxy.config` builds from the TOML file (DESIGN §5), and the
-store address `[store] url` names (`parse_store_url`)."""
+store address `[store] url` names (`parse_store_url`), the defaults that depend on the upstream
+(`cache_cold_after_s`) and the check that workers share a store."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from proxy.compaction.policy import CompactSettings
-from proxy.errors import InvalidSetting
+from proxy.errors import ConfigError, InvalidSetting
+from proxy.memory.ledger import MemorySettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
+from proxy.stages.marker import Ttl
 from proxy.stages.prune import PruneSettings
 from proxy.types import CacheStyle
+
+_CACHE_LIFE_S = MappingProxyType({"5m": 300.0, "1h": 3600.0})
+OPENAI_CACHE_LIFE_S = 600.0
+"""OpenAI keeps an unused prefix 5 to 10 minutes: pruning waits for the longer."""
+
+
+def cache_cold_after_s(cache_style: CacheStyle, ttl: Ttl) -> float:
+    """The `prune.when_cache_cold_s` a tenant gets when it sets none: how long its upstream's
+    prompt cache keeps an unused prefix, so that pruning cuts only what the provider has dropped
+    anyway. `anthropic`: the breakpoints' `ttl`; `openai`: 10 minutes; `none`: 0 (no cache to
+    keep warm: prune on every request)."""
+    if cache_style == "anthropic":
+        return _CACHE_LIFE_S[ttl]
+    return OPENAI_CACHE_LIFE_S if cache_style == "openai" else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +45,11 @@ class ServerSettings:
     drain_timeout_s: float = 30.0
     workers: int = 1
     """Processes serving the one port (`ctxproxy serve --workers N`); above 1 needs Redis."""
+    secret_env: str | None = None
+    """The variable holding the secret that signs compaction handles (Responses API); unset:
+    one is generated once and kept in the store."""
+    secret: str | None = field(default=None, repr=False)
+    """Resolved from `secret_env` at load time; never logged (repr=False)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -149,6 +172,9 @@ def _check_single(url: str) -> None:
 @dataclass(frozen=True, slots=True)
 class UpstreamSettings:
     kind: Literal["openai", "anthropic"] = "openai"
+    api: Literal["chat", "responses"] = "chat"
+    """What a Responses client's request is sent as (`kind = "openai"` only): `responses`
+    natively to `/responses`, `chat` translated to `/chat/completions`."""
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str = "OPENAI_API_KEY"
     cache_style: CacheStyle = "openai"
@@ -161,6 +187,10 @@ class UpstreamSettings:
     name: str = ""
     api_key: str | None = field(default=None, repr=False)
     """Resolved from `api_key_env` at load time; never logged (repr=False)."""
+
+    def __post_init__(self) -> None:
+        if self.api == "responses" and self.kind != "openai":
+            raise InvalidSetting("api", '"responses" is for kind = "openai" only')
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +207,10 @@ class TenantSettings:
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    report_usage: Literal["upstream", "client"] = "upstream"
+    """The usage an answer in an inbound API's own shape reports: the upstream's, or input
+    tokens scaled to the client's full history (`client`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,3 +220,17 @@ class Settings:
     upstreams: Mapping[str, UpstreamSettings] = field(default_factory=dict)
     tenants: Mapping[str, TenantSettings] = field(default_factory=dict)
     source: str = "<defaults>"
+
+
+def check_workers_share_a_store(settings: Settings, *, from_flag: bool = False) -> None:
+    """Raise `ConfigError` for more than one worker on the embedded store: each process would
+    hold its own sessions, and a session's requests would land on any of them. Checked once
+    the worker count is final (`serve`, after `--workers`)."""
+    if settings.server.workers > 1 and not settings.store.shared:
+        raise ConfigError(
+            f"{settings.server.workers} workers need a shared store (redis://, "
+            "redis+cluster:// or redis+sentinel:// in [store] url): with the embedded store "
+            "each worker would keep its own sessions",
+            key="--workers" if from_flag else "server.workers",
+            file="<command line>" if from_flag else settings.source,
+        )

@@ -53,6 +53,9 @@ class SessionState(NamedTuple):
     decisions: Mapping[str, str] = _NOTHING
     """tool_call_id -> the exact content that pruning replaced the result with (sticky)."""
     compactions: tuple[StoredCompaction, ...] = ()
+    memory: tuple[str, ...] = ()
+    """The learned facts this session sees (its tenant's or its own, by the tenant's memory
+    scope), oldest first, as `proxy.memory.fact` lines; empty when not asked for."""
 
     def int_field(self, name: str, default: int = 0) -> int:
         try:
@@ -95,27 +98,6 @@ class WorkspaceView:
     version: str = ""
 
 
-_NO_STATE = SessionState()
-_NO_WORKSPACE = WorkspaceView()
-
-
-class Turn(NamedTuple):
-    """Per-request facts, loaded before the stages run. Never mutated (a named tuple: one is
-    built per request; its defaults are immutable, so they are shared)."""
-
-    tenant: str
-    session: str
-    model: str
-    now: float
-    state: SessionState = _NO_STATE
-    workspace: WorkspaceView = _NO_WORKSPACE
-    cache_style: CacheStyle = "openai"
-    model_window: int = 128_000
-    applied: StoredCompaction | None = None
-    """The stored compaction the client's history begins with (the longest that matches), matched
-    once per request before the stages run; the compact stage puts its replacement in place."""
-
-
 class Draft(NamedTuple):
     """The request being built.
 
@@ -133,6 +115,36 @@ class Draft(NamedTuple):
         if len(messages) == len(self.messages) and all(map(operator.is_, messages, self.messages)):
             return self
         return Draft(self.body, self.system, tuple(messages))
+
+
+_NO_STATE = SessionState()
+_NO_WORKSPACE = WorkspaceView()
+_NO_DRAFT = Draft(_NOTHING, SystemPrompt(), ())
+
+
+class Turn(NamedTuple):
+    """Per-request facts, loaded before the stages run: the one object the request's flags live
+    on. Never mutated (a named tuple: one is built per request; its defaults are immutable, so
+    they are shared)."""
+
+    tenant: str
+    session: str
+    model: str
+    now: float
+    state: SessionState = _NO_STATE
+    workspace: WorkspaceView = _NO_WORKSPACE
+    cache_style: CacheStyle = "openai"
+    model_window: int = 128_000
+    applied: StoredCompaction | None = None
+    """The stored compaction the client's history begins with (the longest that matches), matched
+    once per request before the stages run; the compact stage puts its replacement in place."""
+    client: Draft = _NO_DRAFT
+    """The client's request as sent, split (`proxy.engine.pipeline.draft_from_body`)."""
+    client_marked: bool = True
+    """False when no object of the client's body has a `cache_control` key (then the cache
+    stage need not look for the client's markers)."""
+    degraded: bool = False
+    """The store could not be read: `state` is empty and nothing is persisted for this request."""
 
 
 class StageReport(NamedTuple):

@@ -1,7 +1,8 @@
 """The architecture of STYLE.md, checked by walking every module's imports (ast):
 
 - the import direction: a module imports only its own floor or the floors below it (`FLOORS`);
-  the pure rooms (stages/, translate/, recall/, cost/) import the foundation and themselves only,
+  a foundation room (memory/) imports the foundation modules and itself only; the pure rooms
+  (stages/, translate/, recall/, cost/) import the foundation and themselves only,
   and adapter rooms never each other;
 - network libraries only at the edges (adapters/, server/, cli/, demo/); no I/O module at all in
   the pure modules (everything but the async shells and the edges);
@@ -25,13 +26,21 @@ IO = NETWORK | {"os", "subprocess", "pathlib", "shutil", "asyncio", "tempfile", 
 EDGES = ("adapters", "server", "cli", "demo")
 PURE_ROOMS = ("stages", "translate", "recall", "cost")
 """Imports the foundation and its own room only; no I/O. New pure packages land here."""
+EDGE_ROOMS = ("inbound",)
+"""Pure converters between a client's API and the internal form: the foundation and translate/."""
 FOUNDATION = {
     "types", "errors", "ports", "content", "history", "identity", "sse", "usage", "models", "logs",
+    "exact_json",
 }  # fmt: skip
+FOUNDATION_ROOMS = ("memory",)
+"""Packages on the foundation floor: pure, importing only the foundation (`proxy.memory`, the
+learned facts' formats, which the bootstrap stage, compaction and the stores share)."""
 FLOORS = {
     "foundation": 0,
+    **dict.fromkeys(FOUNDATION_ROOMS, 0),
     **dict.fromkeys(PURE_ROOMS, 1),
     "compaction": 2,
+    **dict.fromkeys(EDGE_ROOMS, 2),
     "settings": 3,
     "engine": 4,
     "adapters": 5,
@@ -42,6 +51,7 @@ FLOORS = {
 }
 SHELLS = {
     "compaction/compactor.py",  # background tasks (asyncio), behind the ports
+    "compaction/writeback.py",  # the facts' write, bounded by a timeout (asyncio), behind a port
     "recall/answer.py",  # the async shell of one recall call, behind a port
     "config.py",  # reads the TOML file
     "config_tables.py",  # `Path` settings
@@ -54,7 +64,7 @@ MAX_TOP_LEVEL = 16
 IMMUTABLE_CALLS = {
     "frozenset", "tuple", "MappingProxyType", "compile", "AppKey", "RequestKey", "TypeVar",
     "getLogger", "ContextVar", "NewType", "Literal", "Timeouts", "len", "getattr", "join",
-    "format", "StageReport", "SessionState", "WorkspaceView",
+    "format", "StageReport", "SessionState", "WorkspaceView", "Draft", "object", "float", "int",
 }  # fmt: skip
 """Module-level calls that build something immutable (or a logger, a context variable, a key)."""
 
@@ -103,6 +113,11 @@ def imports(path: Path) -> list[str]:
     return found
 
 
+def imported_roots(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports."""
+    return {name.split(".")[0] for name in imports(path)}
+
+
 @cache
 def known() -> dict[str, Path]:
     return {name_of(path): path for path in modules()}
@@ -122,6 +137,8 @@ def test_imports_go_down_the_floors(path: Path) -> None:
             continue  # a package's map holds no code
         other, other_floor = floor_of(target)
         assert other_floor <= floor, f"{rel(path)} imports {rel(target)}, a floor above"
+        if room in FOUNDATION_ROOMS:
+            assert other in ("foundation", room), f"{rel(path)} imports {rel(target)}"
         if floor == other_floor == FLOORS["stages"]:
             assert other == room, f"{rel(path)} imports {rel(target)}: pure rooms are siblings"
         if room == other == "adapters":
@@ -182,6 +199,8 @@ def _immutable(value: ast.expr | None) -> bool:
         return _immutable(value.left) and (_immutable(right) or isinstance(right, ast.Set))
     if isinstance(value, ast.UnaryOp):
         return _immutable(value.operand)
+    if isinstance(value, ast.Starred):  # `(*TERMINAL, "done")`: a tuple of immutable parts
+        return _immutable(value.value)
     if isinstance(value, ast.Tuple):
         return all(_immutable(item) for item in value.elts)
     if isinstance(value, ast.Call):

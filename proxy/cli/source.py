@@ -87,7 +87,12 @@ class HttpSource:
         return list((found or {}).get("sessions", []))
 
     async def detail(self, session: str, tenant: str | None) -> dict[str, Any] | None:
-        params = {"tenant": tenant} if tenant else {}
+        if tenant is None:  # the tenant of the most recent session with this id (an admin key
+            rows = await self.sessions(1000)  # must name one; a tenant key sees only its own)
+            tenant = next((r["tenant"] for r in rows if r.get("session") == session), None)
+            if tenant is None:
+                return None
+        params = {"tenant": tenant}
         found: dict[str, Any] | None = await self._get(f"/v1/ctx/sessions/{session}", params)
         return found
 

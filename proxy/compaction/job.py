@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import orjson
-
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import CompactSettings
+from proxy.exact_json import copy_json
+from proxy.memory.ledger import MemorySettings
 from proxy.types import JSON, Message, StoredCompaction
 
 Status = Literal["done", "skipped", "failed"]
@@ -28,7 +28,9 @@ class CompactionOutcome:
     """`done`: `messages` is the compacted working history and `compaction` was stored; it
     saved `saved_chars` of the request (JSON, may be negative) by summarizing `folded_chars` that
     no earlier summary held (`proxy.compaction.plan.folded_chars`).
-    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
+    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history.
+    `memory`: what became of the facts the summarizer was asked for (`proxy.compaction.writeback`;
+    "" when none were asked for), `facts_added` how many were new."""
 
     status: Status
     reason: str
@@ -36,6 +38,8 @@ class CompactionOutcome:
     compaction: StoredCompaction | None = None
     saved_chars: int = 0
     folded_chars: int = 0
+    memory: str = ""
+    facts_added: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +55,9 @@ class CompactionJob:
     caching); `upstream` names the tenant's upstream, used when `settings.summarizer_upstream`
     is unset; `efficiency` is how well the session's last compaction compressed
     (`proxy.compaction.policy.compaction_efficiency`); `forced` (the upstream said the context
-    is too long) compacts even when little can be saved.
+    is too long) compacts even when little can be saved. With `memory`, the summarizer is also
+    asked for durable facts, which are kept unless `known_facts` (the memory index the model
+    already has, as lines) holds them.
     """
 
     tenant: str
@@ -69,19 +75,18 @@ class CompactionJob:
     settings: CompactSettings = CompactSettings()  # noqa: RUF009 (frozen: one shared default)
     efficiency: float = 1.0
     forced: bool = False
+    memory: MemorySettings | None = None
+    known_facts: tuple[str, ...] = ()
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the
         request."""
-        history, system, working, prefix = orjson.loads(
-            orjson.dumps([self.client_history, self.client_system, self.working, self.prefix_body])
-        )
         return replace(
             self,
-            client_history=tuple(history),
-            client_system=tuple(system),
-            working=tuple(working),
-            prefix_body=prefix,
+            client_history=tuple(copy_json(list(self.client_history))),
+            client_system=tuple(copy_json(list(self.client_system))),
+            working=tuple(copy_json(list(self.working))),
+            prefix_body=copy_json(self.prefix_body),
         )
 
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionJob
-from proxy.compaction.plan import plan_compaction
+from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.compaction.plan import CompactionPlan, plan_compaction
 from proxy.compaction.policy import (
     last_compaction_efficiency,
     should_compact,
@@ -25,7 +25,7 @@ from proxy.compaction.policy import (
     threshold_tokens,
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
-from proxy.engine.pipeline import Stack, draft_from_body, run_stages
+from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
 from proxy.errors import StoreUnavailable
@@ -62,13 +62,22 @@ class ContextEngine:
         self._upstreams = upstreams
         self._clock = clock
 
-    async def load_turn(self, tenant: str, session: str, model: str) -> tuple[Turn, bool]:
-        """The request's facts; `True` as second value when the store could not be read."""
+    async def load_turn(
+        self, tenant: str, session: str, client: Draft, *, marked: bool = True
+    ) -> Turn:
+        """The request's facts: the session's state (empty, and `degraded`, when the store
+        could not be read), the workspace view, the clock, the model's window, the stored
+        compaction the client's history begins with, and the client's request itself (`marked`:
+        whether any object of its body has a `cache_control` key)."""
         stack = self._stacks[tenant]
         upstream = self._upstreams[stack.tenant.upstream]
         degraded = False
+        memory = stack.tenant.memory
+        shown = memory.enabled and stack.tenant.bootstrap.enabled  # facts are read to be shown
         try:
-            state = await self._sessions.load(tenant, session)
+            state = await self._sessions.load(
+                tenant, session, memory=memory.scope if shown else None
+            )
         except StoreUnavailable:
             state, degraded = SessionState(), True
         try:
@@ -76,7 +85,8 @@ class ContextEngine:
         except Exception:  # a workspace problem never fails a request
             log.warning("workspace of %s unreadable", tenant)
             view = WorkspaceView()
-        turn = Turn(
+        model = str(client.body.get("model", ""))
+        return Turn(
             tenant=tenant,
             session=session,
             model=model,
@@ -85,8 +95,11 @@ class ContextEngine:
             workspace=view,
             cache_style=upstream.cache_style,
             model_window=stack.tenant.model_window or context_window(model),
+            applied=matched_compaction(stack, tenant, client, state),
+            client=client,
+            client_marked=marked,
+            degraded=degraded,
         )
-        return turn, degraded
 
     def derived_session_id(self, tenant: str, client: Draft) -> str:
         """`proxy.identity.derived_session_id` of the client's draft, remembered per tenant."""
@@ -95,44 +108,33 @@ class ContextEngine:
         )
 
     async def prepare(
-        self,
-        body: JSON,
-        *,
-        turn: Turn,
-        api_key: str | None,
-        force_compact: bool = False,
-        store_degraded: bool = False,
-        client: Draft | None = None,
-        client_marked: bool = True,
+        self, body: JSON, *, turn: Turn, api_key: str | None, force_compact: bool = False
     ) -> Prepared:
-        """The outgoing request; with the store down budgets only cut (a persisted id would 404).
-        `client`: that very `draft_from_body(body)`, if built already. `client_marked=False`: no
-        object of `body` has a `cache_control` key (`Stack.finish` then need not look for one)."""
+        """The outgoing request for `body` (the client's, as `turn.client` splits it). With the
+        store down (`turn.degraded`) budgets only cut: a persisted id would 404. `api_key` goes
+        to the summarizer; `force_compact` (the upstream said the context is too long) compacts
+        whatever the thresholds say."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
-        if client is None:
-            client = draft_from_body(body)
-        applied = matched_compaction(stack, client, turn)
-        if applied is not None:
-            turn = turn._replace(applied=applied)
-        before = stack.before_degraded if store_degraded else stack.before
+        client, applied = turn.client, turn.applied
+        before = stack.before_degraded if turn.degraded else stack.before
         draft, reports = run_stages(before, client, turn)
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
-        soft_at = soft_threshold(threshold, settings=settings)
         covers = applied.covers if applied else 0
         last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
-        job = functools.partial(
-            compaction_job, stack, client, draft, turn, api_key, forced=force_compact
-        )
         due = force_compact or should_compact(last, threshold=threshold)
-        outcome = await self._compaction.compact_if_due(
-            settings, turn, job, due=due, soft=last >= soft_at
-        )
+        soft = settings.mode == "async" and last >= soft_threshold(threshold, settings=settings)
+        outcome = None
+        if settings.enabled and (due or soft):  # most requests: nothing to ask the trigger
+            job = functools.partial(
+                compaction_job, stack, draft, turn, api_key, forced=force_compact
+            )
+            outcome = await self._compaction.compact_if_due(settings, turn, job, due=due, soft=soft)
         if outcome is not None and outcome.status == "done":
             draft = draft._replace(messages=outcome.messages)
             covers = outcome.compaction.covers if outcome.compaction else covers
-        marked = client_marked or applied is not None or outcome is not None
+        marked = turn.client_marked or applied is not None or outcome is not None
         body_out, after = stack.finish(
             draft, turn, client_messages=body["messages"], client_marked=marked
         )
@@ -146,8 +148,18 @@ class ContextEngine:
             covers=covers,
             tally=tally(reports),
             compaction=outcome,
-            store_degraded=store_degraded,
         )
+
+    async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:
+        """The whole of the client's history (`turn.client`) summarized, for a client that asks
+        for a compaction itself (the Responses API's): the stages before compaction run first
+        (a stored compaction, budgets, pruning), then one summarizer call
+        (`Compactor.summarize_all`); nothing is stored in the session."""
+        stack = self._stacks[turn.tenant]
+        before = stack.before_degraded if turn.degraded else stack.before
+        draft, _ = run_stages(before, turn.client, turn)
+        job = compaction_job(stack, draft, turn, api_key, forced=True, whole=True)
+        return await self._compactor.summarize_all(job)
 
     async def persist_outputs(self, prepared: Prepared) -> int:
         """Store the full texts that budgets replaced by `<persisted-output>` blocks.
@@ -190,31 +202,34 @@ class ContextEngine:
         return True
 
 
-def matched_compaction(stack: Stack, client: Draft, turn: Turn) -> StoredCompaction | None:
+def matched_compaction(
+    stack: Stack, tenant: str, client: Draft, state: SessionState
+) -> StoredCompaction | None:
     """The session's stored compaction that the client's history still begins with (the longest);
     None when the session has none or none matches (an edited history never matches)."""
-    if not turn.state.compactions:
+    if not state.compactions:
         return None
-    return stack.matches.applied(
-        turn.tenant, client.system.client, client.messages, turn.state.compactions
-    )
+    return stack.matches.applied(tenant, client.system.client, client.messages, state.compactions)
 
 
 def compaction_job(
     stack: Stack,
-    client: Draft,
     draft: Draft,
     turn: Turn,
     api_key: str | None,
     *,
     forced: bool = False,
+    whole: bool = False,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts): where it is cut, and the body the upstream would be sent for the part
     summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
-    the upstream said the context is too long."""
+    the upstream said the context is too long; `whole`: every message is summarized."""
     settings = stack.tenant.compact
-    plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
+    if whole:
+        plan: CompactionPlan | None = CompactionPlan(split=len(draft.messages))
+    else:
+        plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
     use_transcript = turn.cache_style == "none"
     prefix_body = None
     if plan is not None and not use_transcript:
@@ -225,8 +240,8 @@ def compaction_job(
     return CompactionJob(
         tenant=turn.tenant,
         session=turn.session,
-        client_history=client.messages,
-        client_system=client.system.client,
+        client_history=turn.client.messages,
+        client_system=turn.client.system.client,
         working=draft.messages,
         plan=plan,
         prefix_body=prefix_body,
@@ -238,4 +253,14 @@ def compaction_job(
         settings=settings,
         efficiency=last_compaction_efficiency(turn.state),
         forced=forced,
+        memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
+        known_facts=known_facts(turn),
     )
+
+
+def known_facts(turn: Turn) -> tuple[str, ...]:
+    """The memory the request's model already has: the workspace's memory files (their lines)
+    and the learned facts, which a compaction need not learn again."""
+    view = turn.workspace
+    texts = [*view.files.get("memory", ()), view.session_files.get("memory", "")]
+    return (*(line for text in texts for line in text.splitlines()), *turn.state.memory)

@@ -29,7 +29,6 @@ class Prepared(NamedTuple):
     tally: Tally
     """`reports` summed (`proxy.engine.prepared`)."""
     compaction: CompactionOutcome | None = None
-    store_degraded: bool = False
 
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})

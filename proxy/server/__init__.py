@@ -2,23 +2,28 @@
 
 Modules, in the order a request meets them:
 
-    app          `create_app`: routes, middlewares and every app-scoped resource, built once
-    factories    the concrete adapters, built from settings
-    appkeys      typed app keys, the app's `Services` and one request's `RequestScope`
-    middlewares  the request id, the header bound and the one error boundary
-    keys         bearer tokens → tenants
-    chat         `POST /v1/chat/completions`: parse, turn, pipeline, forward, relay
-    body         reading and checking a chat body; body_scan: its depth and cache markers
-    exchange     one chat request's way to the upstream (overflow retry included)
-    keepalive    SSE comments while a slow pipeline runs, and the in-band upstream error
-    relay        a whole answer relayed; stream_relay: a stream relayed event by event
-    passthrough  every other `/v1/*` path, untouched
-    admin        health, readiness, persisted outputs, sessions and events views
-    access       the access line of each request; runner: serving on one socket, draining
-    workers      `serve --workers N`: a parent forking N workers on one socket
-    observe/     what a request did, told to the metrics and the events
+    app            `create_app`: routes, middlewares and every app-scoped resource, built once;
+                   factories: the concrete adapters; parser_errors: aiohttp's own 400s
+    appkeys        typed app keys, the app's `Services` and one request's `RequestScope`
+    middlewares    the request id, the header bound, the one error boundary; access: its line
+    keys           bearer tokens → tenants
+    chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
+                   forward (the overflow retry), relay, after-work
+    body           reading and checking a chat body in one walk
+    responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
+                   responses, handles), _compact (the compaction contract), _relay, _streams
+    keepalive      SSE comments while a slow preparation runs
+    relay          writing to the client, a whole answer, the in-band error; stream_relay: a
+                   stream, event by event
+    passthrough    every other `/v1/*` path, untouched
+    admin          health, readiness, metrics, persisted outputs, sessions and events views
+    memory_view    the learned facts of a tenant: shown, forgotten
+    runner         serving on one socket, draining
+    workers        `serve --workers N`: a parent forking N workers on one socket
+    observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting
-its request to the internal form and back; a tool loop around the upstream call (recall) goes
-in `exchange`. May import every floor below; only `app` and `factories` wire concrete adapters.
+An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its
+request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
+(recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
+concrete adapters.
 """

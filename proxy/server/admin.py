@@ -52,9 +52,10 @@ async def get_output(request: web.Request) -> web.Response:
 
 
 async def list_sessions(request: web.Request) -> web.Response:
-    caller = caller_of(request)
+    """The caller's tenant's sessions; an admin key's with `?tenant=NAME` one tenant's, with
+    `?all=1` every tenant's (`?tenant=` wins)."""
     limit = _limit(request.query.get("limit"))
-    tenant = None if caller.admin and request.query.get("all") else caller.tenant
+    tenant = _listed_tenant(request, caller_of(request))
     rows = await _store_call(request.app[STORE].list_sessions(tenant, limit=limit))
     return web.json_response({"sessions": rows})
 
@@ -73,13 +74,13 @@ async def session_detail(request: web.Request) -> web.Response:
 
 async def list_events(request: web.Request) -> web.Response:
     """`GET /v1/ctx/events?after=ID&limit=N`: the events after `after` (default: the oldest kept),
-    the caller's tenant's only (an admin's `?all=1`: every tenant's), and `last_id`, the id to
-    ask after next (events of other tenants are skipped, not returned). Never waits."""
+    of the tenants `list_sessions` would list, and `last_id`, the id to ask after next (events of
+    other tenants are skipped, not returned). Never waits."""
     caller = caller_of(request)
     after = request.query.get("after") or "0-0"
     if not EVENT_ID.match(after):
         raise BadRequest("'after' must be an event id such as 1700000000000-0.", param="after")
-    tenant = None if caller.admin and request.query.get("all") else caller.tenant
+    tenant = _listed_tenant(request, caller)
     store = request.app[STORE]
     found = await _store_call(
         store.read_events(after, block_ms=0, count=_limit(request.query.get("limit")))
@@ -98,10 +99,27 @@ def _limit(asked: str | None) -> int:
     return min(int(asked), 1000)
 
 
+def _listed_tenant(request: web.Request, caller: Caller) -> str | None:
+    """The tenant whose sessions or events to list; None for every tenant (an admin's `?all=1`,
+    unless `?tenant=` names one)."""
+    if caller.admin and request.query.get("all") and not request.query.get("tenant"):
+        return None
+    return _tenant_for(request, caller)
+
+
 def _tenant_for(request: web.Request, caller: Caller) -> str:
-    """Admins may name another tenant with `?tenant=`; everyone else sees their own."""
+    """Admins may name another tenant with `?tenant=`; everyone else sees their own. An admin
+    key that belongs to no tenant must name one (`BadRequest`)."""
     asked = request.query.get("tenant")
-    return asked if asked and caller.admin else caller.tenant
+    if asked and caller.admin:
+        return asked
+    if not caller.tenant:
+        raise BadRequest(
+            "This admin key belongs to no tenant: name one with ?tenant=NAME "
+            "(or list every tenant's sessions with ?all=1).",
+            param="tenant",
+        )
+    return caller.tenant
 
 
 async def _store_call(call: Awaitable[T]) -> T:

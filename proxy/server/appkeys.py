@@ -12,9 +12,11 @@ import aiohttp
 from aiohttp import web
 
 from proxy.engine.engine import ContextEngine
-from proxy.ports import StateStore, Upstream
-from proxy.server.body_scan import KnownTools
+from proxy.errors import Forbidden
+from proxy.ports import ResponsesUpstream, StateStore, Upstream
+from proxy.server.body import KnownTools
 from proxy.server.keys import Caller, KeyRing
+from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 from proxy.usage import Usage
 
@@ -91,6 +93,10 @@ class Services:
     """Set at start-up (`create_app`'s resources), like `engine` and `upstreams`."""
     engine: ContextEngine = field(init=False)
     upstreams: Mapping[str, Upstream] = field(init=False)
+    responses_upstreams: Mapping[str, ResponsesUpstream] = field(init=False)
+    """By tenant, for the tenants whose upstream has `api = "responses"`."""
+    handle_secret: HandleSecret = field(init=False)
+    """The secret signing compaction handles (the Responses routes)."""
 
 
 @dataclass(slots=True)
@@ -105,6 +111,8 @@ class RequestScope:
     """The request's session id, once known: error answers carry it too (`X-Ctx-Session`)."""
     usage: Usage | None = None
     """What the upstream reported for a chat request once relayed: for the access line."""
+    client_left: bool = False
+    """The client went away before its answer was complete: counted as 499."""
 
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -129,5 +137,18 @@ def caller_of(request: web.Request) -> Caller:
     if caller is None:
         caller = scope.caller = scope.services.keyring.identify(
             request.headers.get("Authorization")
+        )
+    return caller
+
+
+def tenant_caller_of(request: web.Request) -> Caller:
+    """The caller of a model route, who must belong to a tenant: `Forbidden` for an admin key
+    that belongs to none (it would have no upstream, workspace or sessions to use)."""
+    caller = caller_of(request)
+    if not caller.tenant:
+        raise Forbidden(
+            "This is an admin key, and admin keys are for the /v1/ctx admin routes: "
+            "use a tenant's key for model routes.",
+            code="admin_key_on_model_route",
         )
     return caller

@@ -1,112 +1,194 @@
-"""`POST /v1/chat/completions`: parse, build the turn, run the pipeline, forward, relay."""
+"""`POST /v1/chat/completions`, top to bottom: parse, find the session, load the turn, prepare
+and forward (compact and retry once when the upstream says the context is too long), relay, and
+record in the background.
+
+The request's facts and flags (the client's draft, whether it marked anything for the cache,
+whether the store was down) live on its `Turn`, which the engine builds once; the handler hands
+that one object down. For a stream, a slow preparation is kept alive (`KeepAlive`); once that
+has sent a 200, errors are told in band.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from aiohttp import web
 
+from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import draft_from_body
 from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
-from proxy.ports import UpstreamReply
-from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
+from proxy.ports import Upstream, UpstreamReply
+from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
-from proxy.server.exchange import Exchange
-from proxy.server.keepalive import KeepAlive, end_in_band, upstream_error
+from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace, notify
-from proxy.server.relay import Relayed, relay_body
+from proxy.server.relay import Relayed, end_in_band, relay_body, upstream_error
 from proxy.server.stream_relay import relay_stream
-from proxy.types import JSON
+from proxy.types import JSON, Turn
 
 log = logging.getLogger(__name__)
+
+OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum context length")
+
+
+class Forwarded(NamedTuple):
+    """What `forward` sent and got: the prepared request, the answer, whether it was a
+    compact-and-retry after an overflow, and the time spent before the first send."""
+
+    prepared: Prepared
+    reply: UpstreamReply
+    retried_overflow: bool
+    prepare_s: float
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     started = time.monotonic()
     scope = request[SCOPE]
-    caller_of(request)  # an unknown key is refused before the body is read
-    body, marked = await read_chat_body(request, known=scope.services.known_tools)
-    exchange = await _exchange(request, scope, body, started, marked=marked)
-    try:
-        prepared, reply, overflow = await exchange.forward()
-    except CtxProxyError as exc:
-        if exchange.early is None:
-            raise
-        await end_in_band(exchange.early, exc.to_body())  # the client already has a 200
-        return exchange.early
-    session = exchange.turn.session
-    headers = ctx_headers(prepared, session, degraded=exchange.degraded)
-    response, relayed = await _relay(
-        request, reply, headers, drop=_added_usage(body), t0=started, early=exchange.early
-    )
-    scope.usage = relayed.usage
-    trace = Trace(
-        tenant=exchange.turn.tenant,
-        session=session,
-        model=exchange.turn.model,
-        stream=reply.stream is not None,
-        status=reply.status,
-        prepared=prepared,
-        relayed=relayed,
-        messages_in=len(body["messages"]),
-        prepare_s=exchange.prepare_s,
-        upstream_s=time.monotonic() - started - exchange.prepare_s,
-        store_degraded=exchange.degraded,
-        retried_overflow=overflow,
-        bytes_out=reply.sent_bytes,
-    )
     services = scope.services
-    services.lifecycle.spawn(_after(services, trace))
-    return response
-
-
-async def _exchange(
-    request: web.Request, scope: RequestScope, body: JSON, started: float, *, marked: bool
-) -> Exchange:
-    """Who asks, in which session, with what state: the request's way to the upstream."""
-    caller = caller_of(request)
-    services = scope.services
+    caller = tenant_caller_of(request)  # an unknown key is refused before the body is read
+    body, marked = await read_chat_body(request, known=services.known_tools)
     engine = services.engine
     client = draft_from_body(body)
     session = explicit_session_id(request.headers, body)
     if session is None:
         session = engine.derived_session_id(caller.tenant, client)
     scope.session = session
-    turn, degraded = await engine.load_turn(caller.tenant, session, str(body.get("model", "")))
+    turn = await engine.load_turn(caller.tenant, session, client, marked=marked)
     tenant = services.settings.tenants[caller.tenant]
-    return Exchange(
-        request,
-        engine,
-        services.upstreams[caller.tenant],
-        body=body,
-        client=client,
-        turn=turn,
-        api_key=caller.token if tenant.forward_client_key else None,
-        degraded=degraded,
-        keepalive=KeepAlive(request, {"X-Ctx-Session": session}) if body.get("stream") else None,
-        compact_on_overflow=tenant.compact.enabled,
-        started=started,
-        client_marked=marked,
+    api_key = caller.token if tenant.forward_client_key else None
+    keepalive = KeepAlive(request, {"X-Ctx-Session": session}) if body.get("stream") else None
+    try:
+        sent = await forward(
+            engine,
+            services.upstreams[caller.tenant],
+            body,
+            turn,
+            headers=request.headers,
+            api_key=api_key,
+            keepalive=keepalive,
+            retry_overflow=tenant.compact.enabled,
+            started=started,
+        )
+    except CtxProxyError as exc:
+        early = keepalive.response if keepalive is not None else None
+        if early is None:
+            raise
+        await end_in_band(early, exc.to_body())  # the client already has a 200
+        return early
+    reply = sent.reply
+    early = keepalive.response if keepalive is not None else None
+    headers = ctx_headers(sent.prepared)
+    response, relayed = await relay(request, reply, headers, body, early, started=started)
+    scope.usage = relayed.usage
+    trace = traced(sent, relayed, messages_in=len(body["messages"]), started=started)
+    services.lifecycle.spawn(after(services, trace))
+    return response
+
+
+def traced(sent: Forwarded, relayed: Relayed, *, messages_in: int, started: float) -> Trace:
+    """What the request did, for the observers."""
+    turn, reply = sent.prepared.turn, sent.reply
+    return Trace(
+        tenant=turn.tenant,
+        session=turn.session,
+        model=turn.model,
+        stream=reply.stream is not None,
+        status=reply.status,
+        prepared=sent.prepared,
+        relayed=relayed,
+        messages_in=messages_in,
+        prepare_s=sent.prepare_s,
+        upstream_s=time.monotonic() - started - sent.prepare_s,
+        store_degraded=turn.degraded,
+        retried_overflow=sent.retried_overflow,
+        bytes_out=reply.sent_bytes,
     )
 
 
-async def _relay(
+async def forward(
+    engine: ContextEngine,
+    upstream: Upstream,
+    body: JSON,
+    turn: Turn,
+    *,
+    headers: Mapping[str, str],
+    api_key: str | None,
+    keepalive: KeepAlive | None,
+    retry_overflow: bool,
+    started: float,
+) -> Forwarded:
+    """Prepare `body` and send it; when the upstream says the context is too long (and
+    compaction is on), compact and send again, once, transparently."""
+    prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=False)
+    prepare_s = time.monotonic() - started
+    reply = await _send(engine, upstream, prepared, headers, api_key)
+    overflow = retry_overflow and _is_overflow(reply)
+    if overflow:
+        await reply.release()
+        prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=True)
+        reply = await _send(engine, upstream, prepared, headers, api_key)
+    return Forwarded(prepared, reply, overflow, prepare_s)
+
+
+async def _prepare(
+    engine: ContextEngine,
+    body: JSON,
+    turn: Turn,
+    api_key: str | None,
+    keepalive: KeepAlive | None,
+    *,
+    force_compact: bool,
+) -> Prepared:
+    """The engine's preparation, kept alive for a stream while it runs."""
+    work = engine.prepare(body, turn=turn, api_key=api_key, force_compact=force_compact)
+    if keepalive is None:
+        return await work
+    keepalive.start()
+    try:
+        return await work
+    finally:
+        await keepalive.stop()
+
+
+async def _send(
+    engine: ContextEngine,
+    upstream: Upstream,
+    prepared: Prepared,
+    headers: Mapping[str, str],
+    api_key: str | None,
+) -> UpstreamReply:
+    """Store the outputs budgets persisted, then send (a stream asks for its usage)."""
+    await engine.persist_outputs(prepared)
+    outgoing, _ = with_usage_requested(prepared.body)
+    return await upstream.send_chat(outgoing, headers=headers, api_key=api_key)
+
+
+async def relay(
     request: web.Request,
     reply: UpstreamReply,
     headers: dict[str, str],
-    *,
-    drop: bool,
-    t0: float,
+    body: JSON,
     early: web.StreamResponse | None,
+    *,
+    started: float,
 ) -> tuple[web.StreamResponse, Relayed]:
-    """Relay the answer (stream or body), then release the upstream whatever happened."""
+    """Relay the answer (stream or body) into `early` when the keep-alive started one; then
+    release the upstream whatever happened."""
     try:
         if reply.stream is not None:
+            drop = with_usage_requested(body)[1]  # the usage chunk is ours to drop
             return await relay_stream(
-                request, reply, headers=headers, drop_usage_chunk=drop, started=t0, response=early
+                request,
+                reply,
+                headers=headers,
+                drop_usage_chunk=drop,
+                started=started,
+                response=early,
             )
         if early is not None:  # a stream was started: the upstream's error goes in band
             await end_in_band(early, upstream_error(reply.status, reply.body))
@@ -116,11 +198,7 @@ async def _relay(
         await reply.release()
 
 
-def _added_usage(body: JSON) -> bool:
-    return with_usage_requested(body)[1]
-
-
-async def _after(services: Services, trace: Trace) -> None:
+async def after(services: Services, trace: Trace) -> None:
     """After the answer: the session state with the request's events (one store call), then
     the metrics."""
     try:
@@ -138,17 +216,22 @@ async def _after(services: Services, trace: Trace) -> None:
     await notify(services.observers, trace)
 
 
-def ctx_headers(prepared: Prepared, session: str, *, degraded: bool) -> dict[str, str]:
+def ctx_headers(prepared: Prepared) -> dict[str, str]:
     """What each mechanism did, for the client to see (DESIGN §5)."""
-    state = prepared.turn.state
+    turn = prepared.turn
+    state = turn.state
     done = prepared.compaction is not None and prepared.compaction.status == "done"
     headers = {
-        "X-Ctx-Session": session,
+        "X-Ctx-Session": turn.session,
         "X-Ctx-Compacted": "1" if done else "0",
         "X-Ctx-Pruned-Chars": str(prepared.tally.chars_pruned),
         "X-Ctx-Last-Prompt-Tokens": str(state.int_field("last_prompt_tokens")),
         "X-Ctx-Cached-Tokens": str(state.int_field("last_cached_tokens")),
     }
-    if degraded:
+    if turn.degraded:
         headers["X-Ctx-Store"] = "degraded"
     return headers
+
+
+def _is_overflow(reply: UpstreamReply) -> bool:
+    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)

@@ -4,7 +4,7 @@ A synchronous compaction can take as long as a summarizer call. For a stream, if
 not finished `AFTER_S` after it began, the proxy commits to `200 text/event-stream`, sends SSE
 comment lines (which every SSE client ignores) every `EVERY_S` seconds, and relays the upstream's
 stream into that same response once it comes. From then on an upstream error can only be told in
-band, as a `data: {"error": ...}` event, and only the headers known at the start are sent
+band (`proxy.server.relay.end_in_band`), and only the headers known at the start are sent
 (`X-Ctx-Session`, the request id): the other `X-Ctx-*` headers describe what had not happened yet.
 
 The fast path costs one timer: nothing is written unless the pipeline is slow.
@@ -13,15 +13,10 @@ The fast path costs one timer: nothing is written unless the pipeline is slow.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import aiohttp
-import orjson
 from aiohttp import web
-
-from proxy.errors import error_body
 
 AFTER_S = 2.0
 EVERY_S = 10.0
@@ -71,23 +66,3 @@ class KeepAlive:
             if not ticker.cancelled():
                 ticker.exception()  # a client gone: the relay's next write finds out
         return self.response
-
-
-async def end_in_band(response: web.StreamResponse, body: Mapping[str, object]) -> None:
-    """One `data:` error event, then the end of the stream (silent if the client is gone)."""
-    with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
-        async with asyncio.timeout(1.0):
-            await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
-            await response.write_eof()
-
-
-def upstream_error(status: int, raw: bytes | None) -> dict[str, object]:
-    """The upstream's own OpenAI-shaped error if it sent one, else a generic one naming the
-    status (the client already has a 200)."""
-    try:
-        found = orjson.loads(raw or b"")
-    except orjson.JSONDecodeError:
-        found = None
-    if isinstance(found, dict) and isinstance(found.get("error"), dict):
-        return found
-    return error_body(f"The upstream answered {status}.", "upstream_error", code=str(status))

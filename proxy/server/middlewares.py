@@ -11,12 +11,15 @@ import time
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from aiohttp.web_protocol import RequestPayloadError
 
 from proxy.adapters.upstream.headers import VIA, came_back
 from proxy.errors import BodyTooLarge, CtxProxyError, LoopDetected, error_body
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.access import log_access
 from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
+from proxy.server.parser_errors import client_fault, reason_of
+from proxy.server.relay import CLIENT_WRITE_ERRORS, ClientGone
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ def error_boundary(services: Services) -> Middleware:
         lifecycle.in_flight += 1
         try:
             response = await _answer(request, handler)
-            status = response.status
+            status = 499 if scope.client_left else response.status
         except web.HTTPException as exc:  # a redirect, passed on
             status = exc.status
             raise
@@ -114,6 +117,13 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     except CtxProxyError as exc:
         log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc.error_type)
         return _error(exc.status, exc.to_body())
+    except RequestPayloadError as exc:  # a body aiohttp could not decode (or a cut one)
+        fault = client_fault(exc)
+        reason = reason_of(fault) if fault is not None else "the body ended early"
+        log.warning("%s %s -> 400 unreadable body: %s", request.method, request.path,
+                    type(fault or exc).__name__)  # fmt: skip
+        body = error_body(f"The request body could not be read: {reason}.", "invalid_request_error")
+        return _error(400, body)
     except web.HTTPRequestEntityTooLarge:
         exc2 = BodyTooLarge("Request body is larger than the proxy's max_body_bytes.")
         return _error(413, exc2.to_body())
@@ -122,7 +132,13 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
             raise
         code = "not_found" if exc.status == 404 else None
         return _error(exc.status, error_body(exc.reason, "invalid_request_error", code=code))
-    except Exception:
+    except Exception as exc:
+        if isinstance(exc, ClientGone) or (
+            isinstance(exc, CLIENT_WRITE_ERRORS) and request.transport is None
+        ):  # a client that went away is no error of ours: nothing can reach it now
+            log.debug("%s %s: the client went away", request.method, request.path)
+            request[SCOPE].client_left = True
+            return web.Response(status=499)
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _error(500, error_body("Internal proxy error.", "server_error"))
 

@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.server.appkeys import LIFECYCLE
+from proxy.server.parser_errors import ProxyRunner
 
 log = logging.getLogger("proxy")
 
@@ -43,7 +44,7 @@ async def serve(
     """Serve `app` on `host`:`port` (or on the listening socket `sock`) until a signal or until
     `stop` is set. Signal handlers are installed unless `stop` is given (and then too with
     `signals`). `on_serving` gets the URL once the socket is bound."""
-    runner = web.AppRunner(
+    runner = ProxyRunner(  # its connections answer what aiohttp's parser refuses OpenAI-shaped
         app, access_log=None, handler_cancellation=True, shutdown_timeout=drain_s
     )
     await runner.setup()

@@ -2,34 +2,55 @@
 
 Stream bytes are copied as they arrive; a pure SSE decoder watches them so that only complete
 events are forwarded (partial bytes never), usage is picked out, and the usage chunk the proxy
-asked for on the client's behalf is dropped. A stream the upstream cuts or leaves idle ends with
-an in-band `data: {"error": ...}` event, never a silent clean end. So does a stream still running
-`drain_timeout_s` after shutdown began (`Lifecycle.drain`): it is stopped while its client can
-still be told.
+asked for on the client's behalf is dropped. How a stream ends:
+
+    `[DONE]` relayed          complete: the client's body ends at once, and the upstream's end
+                              is awaited (up to `AFTER_DONE_S`) only so its connection is reused
+    client leaves after       complete as well (the openai SDK closes on `[DONE]`): recorded,
+    `[DONE]` or the usage     its usage counted
+    chunk
+    client leaves before      499, recorded without usage; a failed write to the client is
+                              never taken for an upstream cut, nor logged as an error
+    upstream error event      relayed as it came, then the end; not complete
+    upstream cut or idle, or  an in-band `data: {"error": ...}` event, never a silent clean end
+    its body ends (cleanly)   (a chat stream is complete only with `[DONE]`)
+    before `[DONE]`
+    shutdown                  a stream still running `drain_timeout_s` after shutdown began
+                              (`Lifecycle.drain`) is stopped while its client can still be told
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 
-import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.adapters.upstream.transport import UpstreamIdle
+from proxy.adapters.upstream.transport import CUT_ERRORS, UpstreamIdle
 from proxy.errors import error_body
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
-from proxy.server.relay import Relayed, with_ours
-from proxy.sse import SSEDecoder
+from proxy.server.relay import (
+    ClientGone,
+    Relayed,
+    end_in_band,
+    start_client_response,
+    with_ours,
+    write_to_client,
+)
+from proxy.sse import SSEDecoder, SSEvent
 from proxy.usage import Usage, is_usage_only_chunk, usage_from
 
 log = logging.getLogger("proxy.server.relay")  # the name it logged under before the split
 
-CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
+AFTER_DONE_S = 1.0
+"""How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
+MARKERS = (b'"usage"', b'"error"', b"[DONE]")
+"""Bytes that send an event through the decoder rather than the plain-copy path."""
 
 
 async def relay_stream(
@@ -49,45 +70,82 @@ async def relay_stream(
         response = web.StreamResponse(
             status=reply.status, headers=with_ours(reply.headers, headers)
         )
-        await response.prepare(request)
     copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
     lifecycle = request[SCOPE].services.lifecycle
     task = lifecycle.stream_started()
     try:
-        await copier.copy(reply.stream)
-    except asyncio.CancelledError:
-        # Shutdown past the drain timeout (or a client that left): tell a client still there.
-        await _write_error(response, None, reason="the proxy is shutting down")
-        raise
-    except CUT_ERRORS as exc:
-        if isinstance(exc, ConnectionResetError) and request.transport is None:
-            raise  # the client went away: nothing to tell it
-        log.warning("upstream stream cut: %s", type(exc).__name__)
-        await _write_error(response, exc)
-        return response, copier.relayed(completed=False, error=type(exc).__name__)
+        return response, await _relay_events(request, copier, reply.stream)
     finally:
         lifecycle.stream_ended(task)
-    if copier.decoder.pending:
-        await _write_error(response, None)
-        return response, copier.relayed(completed=False, error="cut")
-    if copier.decoder.tail:
-        await response.write(copier.decoder.tail)
-    await response.write_eof()
-    return response, copier.relayed(completed=True)
+
+
+async def _relay_events(
+    request: web.Request, copier: _Copier, stream: AsyncIterator[bytes]
+) -> Relayed:
+    response = copier.response
+    try:
+        await start_client_response(response, request)
+        await copier.copy(stream)
+        if copier.done:
+            await write_to_client(response, end=True)
+            await _drain(stream)
+            return copier.relayed(completed=True)
+        if copier.failed and not copier.decoder.pending:  # the upstream told the client
+            await write_to_client(response, copier.decoder.tail, end=True)
+            return copier.relayed(completed=False, error="upstream_error")
+    except ClientGone:
+        return _client_left(request, copier)
+    except asyncio.CancelledError:
+        if copier.complete or request.transport is None:  # a client gone (or done with us)
+            _uncancel()
+            return _client_left(request, copier)
+        # Shutdown past the drain timeout: tell the client, which is still there.
+        await _write_error(response, None, reason="the proxy is shutting down")
+        raise
+    except CUT_ERRORS as exc:  # only reads from the upstream raise these: writes are ClientGone
+        log.warning("upstream stream cut: %s", type(exc).__name__)
+        await _write_error(response, exc)
+        return copier.relayed(completed=False, error=type(exc).__name__)
+    cut = bool(copier.decoder.pending)  # in the middle of an event, or between two
+    reason = "upstream stream cut" if cut else "upstream stream ended"
+    log.warning("%s before [DONE]", reason)
+    await _write_error(response, None, reason=reason)
+    return copier.relayed(completed=False, error="cut" if cut else "ended")
+
+
+def _client_left(request: web.Request, copier: _Copier) -> Relayed:
+    """What the relay saw of a client that went away: complete if it had the whole answer,
+    else a 499 recorded without usage."""
+    if copier.complete:
+        return copier.relayed(completed=True)
+    request[SCOPE].client_left = True
+    return copier.relayed(completed=False)
 
 
 class _Copier:
-    """Forwards whole events as they complete, picking out usage on the way."""
+    """Forwards whole events as they complete, picking out usage on the way; stops once it has
+    relayed `[DONE]`."""
 
     def __init__(
         self, response: web.StreamResponse, *, drop_usage_chunk: bool, started: float
     ) -> None:
         self.decoder = SSEDecoder()
-        self._response = response
+        self.response = response
+        self.done = False
+        """`[DONE]` was relayed."""
+        self.usage_final = False
+        """The usage-only chunk that ends an answer was seen (relayed, or dropped as ours)."""
+        self.failed = False
+        """An error event of the upstream's own was relayed."""
         self._drop_usage_chunk = drop_usage_chunk
         self._started = started
         self._usage: Usage | None = None
         self._first_byte: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        """The client has had the whole answer."""
+        return self.done or self.usage_final
 
     async def copy(self, stream: AsyncIterator[bytes]) -> None:
         async for chunk in stream:
@@ -95,23 +153,47 @@ class _Copier:
             plain = self._plain_events(chunk)
             out = bytearray(chunk[:plain])
             for event in self.decoder.feed(chunk[plain:] if plain else chunk):
-                if b'"usage"' in event.raw and event.data.startswith("{"):
-                    payload = _json(event.data)
-                    self._usage = usage_from(payload) or self._usage
-                    if self._drop_usage_chunk and is_usage_only_chunk(payload):
-                        continue
-                out += event.raw
+                if self._keeps(event):
+                    out += event.raw
+                if self.done:
+                    break
             if out:
-                await self._response.write(bytes(out))
+                await write_to_client(self.response, bytes(out))
+            if self.done:
+                return
+
+    def _keeps(self, event: SSEvent) -> bool:
+        """Notes what `event` tells (usage, an error, the end); False for the usage chunk to
+        drop."""
+        data = event.data
+        if data.startswith("[DONE]"):
+            self.done = True
+            return True
+        raw = event.raw
+        if not data.startswith("{") or (b'"usage"' not in raw and b'"error"' not in raw):
+            return True
+        payload = _json(data)
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            self.failed = True
+            return True
+        self._usage = usage_from(payload) or self._usage
+        if not is_usage_only_chunk(payload):
+            return True
+        self.usage_final = True
+        return not self._drop_usage_chunk
 
     def _plain_events(self, chunk: bytes) -> int:
-        """How many leading bytes of `chunk` are whole events with no usage in them, which go
+        """How many leading bytes of `chunk` are whole events with no marker in them, which go
         out as they came without being decoded (with `\n` line ends and nothing held back, an
         event ends at each blank line)."""
         if not self.decoder.idle or b"\r" in chunk:
             return 0
-        usage_at = chunk.find(b'"usage"')
-        end = chunk.rfind(b"\n\n", 0, len(chunk) if usage_at < 0 else usage_at)
+        stop = len(chunk)
+        for marker in MARKERS:
+            at = chunk.find(marker, 0, stop)
+            if at >= 0:
+                stop = at
+        end = chunk.rfind(b"\n\n", 0, stop)
         return end + 2 if end >= 0 else 0
 
     def relayed(self, *, completed: bool, error: str = "") -> Relayed:
@@ -120,21 +202,33 @@ class _Copier:
         return Relayed(usage, completed=completed, first_byte_s=self._first_byte, error=error)
 
 
+async def _drain(stream: AsyncIterator[bytes]) -> None:
+    """Reads what the upstream still sends after `[DONE]` (its end of body, normally), for at
+    most `AFTER_DONE_S`; a failure here changes nothing for the client."""
+    with contextlib.suppress(*CUT_ERRORS):
+        async with asyncio.timeout(AFTER_DONE_S):
+            async for _ in stream:
+                pass
+
+
+def _uncancel() -> None:
+    """Withdraw the cancellation being handled (aiohttp cancels a handler whose client left),
+    so the handler can finish: record the request and count it."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
 async def _write_error(
     response: web.StreamResponse, exc: BaseException | None, *, reason: str = ""
 ) -> None:
-    """The in-band error event, then the end; bounded, and silent if the client is gone."""
+    """The in-band error event of a stream that did not complete, then the end."""
     if not reason:
         reason = "upstream went silent" if isinstance(exc, UpstreamIdle) else "upstream stream cut"
     body = error_body(
         f"{reason} before the answer was complete", "upstream_error", code="stream_interrupted"
     )
-    try:
-        async with asyncio.timeout(1.0):  # a client that stopped reading cannot hold us here
-            await response.write(b"data: " + orjson.dumps(body) + b"\n\n")
-            await response.write_eof()
-    except (ConnectionResetError, aiohttp.ClientConnectionError, TimeoutError):
-        pass
+    await end_in_band(response, body)
 
 
 def _json(data: str) -> object:

@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
+from proxy.exact_json import copy_json, json_text
 from proxy.types import JSON, Message
 
 RAW_ARGUMENTS_KEY = "raw_arguments"
@@ -26,7 +26,7 @@ RAW_ARGUMENTS_KEY = "raw_arguments"
 def text_block(text: str, cache_control: Any = None) -> JSON:
     block: JSON = {"type": "text", "text": text}
     if cache_control:
-        block["cache_control"] = copy.deepcopy(cache_control)
+        block["cache_control"] = copy_json(cache_control)
     return block
 
 
@@ -39,7 +39,7 @@ def content_blocks(content: Any) -> list[JSON]:
     if isinstance(content, list):
         blocks = (part_block(part) for part in content)
         return [block for block in blocks if block is not None]
-    return [text_block(json.dumps(content, ensure_ascii=False))]
+    return [text_block(json_text(content))]
 
 
 def part_block(part: Any) -> JSON | None:
@@ -47,7 +47,7 @@ def part_block(part: Any) -> JSON | None:
     if isinstance(part, str):
         return text_block(part) if part else None
     if not isinstance(part, dict):
-        return text_block(json.dumps(part, ensure_ascii=False))
+        return text_block(json_text(part))
     kind = part.get("type")
     cache_control = part.get("cache_control")
     block: JSON | None
@@ -59,9 +59,9 @@ def part_block(part: Any) -> JSON | None:
     elif kind == "file" and isinstance(part.get("file"), dict):
         block = _media_block("document", str(part["file"].get("file_data") or ""))
     else:
-        return copy.deepcopy(part)
+        return copy_json(part)
     if cache_control:
-        block["cache_control"] = copy.deepcopy(cache_control)
+        block["cache_control"] = copy_json(cache_control)
     return block
 
 
@@ -96,7 +96,7 @@ def tool_use_block(call: JSON) -> JSON:
 def parse_arguments(arguments: Any) -> JSON:
     """The arguments JSON string as an object; `{}` when empty; wrapped when not an object."""
     if isinstance(arguments, dict):
-        return copy.deepcopy(arguments)
+        return copy_json(arguments)
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         return {}
     try:
@@ -125,7 +125,7 @@ def tool_result_block(message: Message) -> JSON:
         if parts:
             block["content"] = parts
     if message.get("cache_control"):
-        block["cache_control"] = copy.deepcopy(message["cache_control"])
+        block["cache_control"] = copy_json(message["cache_control"])
     return block
 
 
@@ -133,5 +133,5 @@ def with_message_cache_control(blocks: list[JSON], cache_control: Any) -> list[J
     """Put a message-level `cache_control` on its last block (a new block; inputs untouched)."""
     if not cache_control or not blocks:
         return blocks
-    last = {**blocks[-1], "cache_control": copy.deepcopy(cache_control)}
+    last = {**blocks[-1], "cache_control": copy_json(cache_control)}
     return [*blocks[:-1], last]

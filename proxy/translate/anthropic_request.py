@@ -24,10 +24,10 @@ Every other key is dropped, since the Messages API rejects unknown keys; among t
 
 from __future__ import annotations
 
-import copy
 from types import MappingProxyType
 
 from proxy.content import SYSTEM_ROLES
+from proxy.exact_json import copy_json
 from proxy.translate.anthropic_blocks import (
     assistant_blocks,
     content_blocks,
@@ -58,7 +58,7 @@ def to_messages_request(
     body: JSON, *, default_max_tokens: int = 4096, keep_sampling: bool = False
 ) -> JSON:
     """Translate one chat-completions body; see the module docstring for the mapping."""
-    out: JSON = {key: copy.deepcopy(body[key]) for key in PASSTHROUGH_KEYS if key in body}
+    out: JSON = {key: copy_json(body[key]) for key in PASSTHROUGH_KEYS if key in body}
     messages = body.get("messages") or []
     system = system_blocks(messages)
     if system:
@@ -135,7 +135,7 @@ def _thinking(body: JSON, *, default_max_tokens: int) -> JSON:
     """`max_tokens`, and `thinking` when asked for (see the module docstring)."""
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     if isinstance(body.get("thinking"), dict):
-        thinking = copy.deepcopy(body["thinking"])
+        thinking = copy_json(body["thinking"])
         return {"max_tokens": limit or default_max_tokens, "thinking": thinking}
     budget = REASONING_BUDGETS.get(str(body.get("reasoning_effort")))
     if budget is None:

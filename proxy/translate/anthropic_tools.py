@@ -10,9 +10,9 @@ Without tools neither key is sent.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from proxy.exact_json import copy_json
 from proxy.types import JSON
 
 
@@ -33,14 +33,14 @@ def tools_request(body: JSON) -> JSON:
 def _tool(tool: JSON) -> JSON:
     function = tool.get("function") or {}
     schema = function.get("parameters") or {"type": "object", "properties": {}}
-    out: JSON = {"name": function.get("name", ""), "input_schema": copy.deepcopy(schema)}
+    out: JSON = {"name": function.get("name", ""), "input_schema": copy_json(schema)}
     if function.get("description"):
         out["description"] = function["description"]
     if isinstance(function.get("strict"), bool):
         out["strict"] = function["strict"]
     cache_control = tool.get("cache_control") or function.get("cache_control")
     if cache_control:
-        out["cache_control"] = copy.deepcopy(cache_control)
+        out["cache_control"] = copy_json(cache_control)
     return out
 
 

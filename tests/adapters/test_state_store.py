@@ -227,18 +227,36 @@ async def test_every_batch_the_store_sends_stays_in_one_cluster_slot(
     CROSSSLOT for a transaction or script, and a pipeline split over nodes for the rest."""
     store = RedisStore(redis_server.url, key_prefix=key_prefix)
     slots: list[set[int]] = []
-    wire = store._wire  # the store's own wire, watched
-    sent = wire.run
+    wire = store._wire  # the store's own wire, watched (both ways of sending batches)
+    sent, sent_each = wire.run, wire.run_each
 
-    async def watched(batches: Any) -> list[list[Any]]:
+    def watch(batches: Any) -> None:
         slots.extend(
             {key_slot(k.encode()) for command in b for k in _keys_of(command)} for b in batches
         )
+
+    async def watched(batches: Any) -> list[list[Any]]:
+        watch(batches)
         return await sent(batches)
 
+    async def watched_each(batches: Any) -> list[list[Any] | Exception]:
+        watch(batches)
+        return await sent_each(batches)
+
     wire.run = watched  # type: ignore[method-assign]
+    wire.run_each = watched_each  # type: ignore[method-assign]
     try:
         await store.load("t1", "s1")
+        await store.add_facts("t1", None, ["- 2026-01-01: a tenant fact"], max_lines=10)
+        await store.add_facts("t1", "s1", ["- 2026-01-01: a session fact"], max_lines=10)
+        assert (await store.load("t1", "s1", memory="tenant")).memory
+        assert (await store.load("t1", "s1", memory="session")).memory
+        await store.read_facts("t1", None)
+        assert await store.forget_facts("t1", None, "tenant fact") == 1
+        await store.put_record("t1", "response", "r1", b"{}")
+        assert await store.get_record("t1", "response", "r1") == b"{}"
+        await store.put_record("t1", "summary", "m1", b"{}")
+        await store.handle_secret(b"x" * 32)
         await store.record_turn(
             "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={"c": "x"},
             events=[{"kind": "compaction"}, {"kind": "request"}],
@@ -256,7 +274,7 @@ async def test_every_batch_the_store_sends_stays_in_one_cluster_slot(
         await store.release_lock("t1", "s1", token)
     finally:
         await store.close()
-    assert len(slots) > 20
+    assert len(slots) > 30
     assert [s for s in slots if len(s) != 1] == []
 
 
@@ -339,8 +357,10 @@ async def test_more_operations_at_once_than_connections_queue_instead_of_failing
     redis_server: RedisServer, key_prefix: str
 ) -> None:
     """A burst wider than the pool (MAX_CONNECTIONS) waits for connections: before the bound,
-    the 65th operation failed with MaxConnectionsError and opened the breaker for the rest."""
-    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    the 65th operation failed with MaxConnectionsError and opened the breaker for the rest. The
+    per-operation bound is generous so that a loaded machine's slowness is not read as a failure;
+    without the bound the 65th fails at once whatever the timeout."""
+    store = RedisStore(redis_server.url, key_prefix=key_prefix, op_timeout_s=5.0)
     try:
         states = await asyncio.gather(
             *(store.load("t1", f"s{index}") for index in range(3 * MAX_CONNECTIONS))

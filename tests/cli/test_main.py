@@ -59,6 +59,10 @@ def test_serve_without_config_answers_and_stops_cleanly_on_sigterm(tmp_path: Pat
     try:
         body = _wait_for(f"http://127.0.0.1:{port}/readyz")
         assert b'"store": "ok"' in body
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n")
+            answer = raw.recv(4096)  # what the HTTP parser refuses is answered OpenAI-shaped
+        assert answer.startswith(b"HTTP/1.0 400") and b'"code": "malformed_request"' in answer
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -204,3 +208,21 @@ def test_serve_says_serving_once_bound_and_shutting_down_and_stopped_on_ctrl_c()
     shutting = next(i for i, m in enumerate(messages) if m.startswith("shutting down"))
     assert messages[shutting] == "shutting down (draining 0 requests, at most 30s)…"
     assert serving < shutting and messages[-1] == "stopped", messages
+
+
+def test_bootstrap_preview_shows_the_learned_facts_after_the_memory_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ws" / "memory").mkdir(parents=True)
+    (tmp_path / "ws" / "memory" / "MEMORY.md").write_text("- 2026-11-01: Curated.\n")
+    (tmp_path / "ws" / "memory" / "learned.md").write_text("- 2026-12-03: Learned.\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[tenants.default]\nworkspace = "ws"\n')
+    assert main(["bootstrap", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "<memory_index>\n- 2026-11-01: Curated.\n- 2026-12-03: Learned.\n</memory_index>" in out
+    config.write_text(
+        '[tenants.default]\nworkspace = "ws"\n[tenants.default.memory]\nenabled = false\n'
+    )
+    assert main(["bootstrap", "--config", str(config)]) == 0
+    assert "Learned" not in capsys.readouterr().out

@@ -15,6 +15,7 @@ from tests.e2e.conftest import MakeAnthropicProxy
 from tests.fakes.anthropic_upstream import Reply, overloaded, text, tool_use
 
 MODEL = "claude-sonnet-4-5"
+BIG = 123456789012345678901234567890
 TOOLS = [
     {"type": "function", "function": {"name": name, "description": f"{name} a thing",
      "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
@@ -157,3 +158,47 @@ async def test_anthropic_version_and_beta_headers_from_the_client_pass_through(
     assert sent["anthropic-beta"] == "context-1m-2025-08-07"
     assert sent["anthropic-version"] == "2023-06-01"
     assert sent["x-api-key"] == "sk-ant-upstream"
+
+
+@pytest.mark.parametrize("end_delay_s", [0.0, 0.5])
+async def test_a_stream_after_message_stop_is_recorded_with_its_usage(
+    make_anthropic_proxy: MakeAnthropicProxy, end_delay_s: float
+) -> None:
+    proxy = await make_anthropic_proxy()
+    usage = {"input_tokens": 4321, "output_tokens": 5}
+    proxy.fake.script(text("Done.", usage=usage, end_delay_s=end_delay_s))
+    async with proxy.client() as client:
+        stream = await client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "go"}],
+            stream=True,
+            extra_headers={"X-Ctx-Session": "after-stop"},
+        )
+        chunks = [chunk async for chunk in stream]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    await settled(proxy.app)
+    detail = await proxy.app[STORE].session_detail("default", "after-stop")
+    assert detail is not None and detail["state"]["last_prompt_tokens"] == "4321"
+
+
+async def test_a_big_integer_in_tool_content_reaches_anthropic_exactly(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy()
+    call = {"id": "t1", "type": "function", "function": {"name": "count", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "count"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "t1", "content": {"total": BIG}},
+    ]
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": BIG}}}
+    tools = [{"type": "function", "function": {"name": "count", "parameters": schema}}]
+    async with proxy.client() as client:
+        await client.chat.completions.create(
+            model=MODEL,
+            messages=messages,  # type: ignore[arg-type]
+            tools=tools,  # type: ignore[arg-type]
+        )
+    sent = proxy.fake.received[-1].body  # parsed by the stdlib: integers exact
+    assert str(BIG) in str(sent["messages"][-1]["content"][0])
+    assert sent["tools"][0]["input_schema"]["properties"]["n"]["maximum"] == BIG

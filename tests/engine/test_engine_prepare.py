@@ -1,4 +1,5 @@
-"""`ContextEngine.prepare` given the client's draft by its caller: the same outcome as without."""
+"""`ContextEngine.prepare` reads the request's flags from its turn: the store being down there
+means nothing is persisted (a persisted output's id would 404)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ from pathlib import Path
 
 from proxy.engine.pipeline import draft_from_body
 from tests.engine.test_engine_workspace import Clock, make_engine
-from tests.factories import exchange, system, user
+from tests.factories import exchange, user
 
 
-async def test_prepare_with_the_callers_draft_equals_prepare_without(tmp_path: Path) -> None:
+async def test_a_turn_loaded_with_the_store_down_persists_no_output(tmp_path: Path) -> None:
     engine = make_engine(tmp_path, Clock())
-    messages = [system("Be brief."), user("hi"), *exchange("c1", "x" * 900), user("go on")]
-    body = {"model": "gpt-4o", "messages": messages, "max_tokens": 9}
-    turn, _ = await engine.load_turn("a", "s1", "gpt-4o")
-    plain = await engine.prepare(body, turn=turn, api_key=None)
-    given = await engine.prepare(body, turn=turn, api_key=None, client=draft_from_body(body))
-    assert given == plain
+    body = {"model": "gpt-4o", "messages": [user("read it"), *exchange("c1", "x" * 60_000)]}
+    turn = await engine.load_turn("a", "s1", draft_from_body(body))
+    assert turn.degraded is False and turn.client == draft_from_body(body)
+    served = await engine.prepare(body, turn=turn, api_key=None)
+    assert len(served.tally.outputs) == 1
+    down = await engine.prepare(body, turn=turn._replace(degraded=True), api_key=None)
+    assert down.tally.outputs == {}
+    assert len(down.body["messages"][-1]["content"]) < 60_000  # still cut, not persisted

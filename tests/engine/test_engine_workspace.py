@@ -9,7 +9,7 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction.compactor import Compactor
 from proxy.engine.engine import ContextEngine
-from proxy.engine.pipeline import build_stack
+from proxy.engine.pipeline import build_stack, draft_from_body
 from proxy.settings import TenantSettings, UpstreamSettings
 from tests.factories import user
 
@@ -41,8 +41,8 @@ def make_engine(tmp_path: Path, clock: Clock) -> ContextEngine:
 
 
 async def system_text(engine: ContextEngine, tenant: str, session: str = "s1") -> str:
-    turn, _ = await engine.load_turn(tenant, session, "gpt-4o")
     body = {"model": "gpt-4o", "messages": [user("hi")]}
+    turn = await engine.load_turn(tenant, session, draft_from_body(body))
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     return str(prepared.body["messages"][0]["content"])
 

@@ -34,6 +34,8 @@ class Reply:
     error_after: int | None = None
     stall_s: float = 0.0
     delay_s: float = 0.0
+    end_delay_s: float = 0.0
+    """Stream: the end of the body comes this long after `message_stop`."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ async def _stream(request: web.Request, message: JSON, reply: Reply) -> web.Stre
             await asyncio.sleep(reply.stall_s)
             continue
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+    await asyncio.sleep(reply.end_delay_s)
     await response.write_eof()
     return response
 

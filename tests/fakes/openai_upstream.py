@@ -1,6 +1,8 @@
 """A fake OpenAI-compatible upstream: a real aiohttp server speaking JSON and SSE.
 
-It records what it received and answers from a script of `Reply` objects (then `default`).
+It records what it received and answers from a script of `Reply` objects (then `default`), on
+`/v1/chat/completions` and on `/v1/responses` (the Responses API: a Response, or its events;
+`tests.fakes.responses_upstream`).
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
 answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
 and recorded in `summary_requests` as well.
@@ -16,6 +18,8 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+
+from tests.fakes.responses_upstream import responses_answer
 
 
 @dataclass
@@ -36,6 +40,8 @@ class Reply:
     """Stream: drop the connection after this many content chunks (mid-event if `half`)."""
     half_event: bool = False
     usage_choices_null: bool = False
+    end_delay_s: float = 0.0
+    """Stream: the end of the body comes this long after `data: [DONE]`."""
 
 
 @dataclass
@@ -44,6 +50,8 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    raw: bytes = b""
+    """The body's bytes as they arrived (a chat request's)."""
 
 
 class FakeOpenAI:
@@ -57,6 +65,8 @@ class FakeOpenAI:
         )
         self.summary_status = 200
         self.cancelled: list[float] = []
+        self.served: dict[str, dict[str, Any]] = {}
+        """Responses this fake served (`/v1/responses`), by id, for `previous_response_id`."""
 
     @property
     def chat(self) -> list[Received]:
@@ -66,13 +76,15 @@ class FakeOpenAI:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/v1/responses", self.responses)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/embeddings", self.embeddings)
         return app
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
-        received = Received(request.path, dict(request.headers), body, time.monotonic())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        received = Received(request.path, dict(request.headers), body, time.monotonic(), raw)
         self.received.append(received)
         if _is_summary_call(body):
             self.summary_requests.append(received)
@@ -139,8 +151,18 @@ class FakeOpenAI:
             }
             await response.write(b"data: " + orjson.dumps(usage_chunk) + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
+        await asyncio.sleep(reply.end_delay_s)
         await response.write_eof()
         return response
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.received.append(
+            Received(request.path, dict(request.headers), body, time.monotonic(), raw)
+        )
+        reply = self.script.popleft() if self.script else self.default
+        return await responses_answer(request, body, reply, self.served, usage=_usage)
 
     async def models(self, request: web.Request) -> web.Response:
         self.received.append(Received(request.path, dict(request.headers), {}, time.monotonic()))

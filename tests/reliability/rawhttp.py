@@ -79,3 +79,67 @@ class RawUpstream:
         await writer.drain()
         self.answered += 1
         await reader.readuntil(b"\r\n\r\n")  # the next request: drop it unanswered
+
+
+class RecordingUpstream(RawUpstream):
+    """Answers every request with `200 {}` and records its request line and headers exactly as
+    they arrived (no server-side parsing or normalising of the target)."""
+
+    def __init__(self) -> None:
+        super().__init__("record")
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        """(method, request target as sent, headers with lower-case names)"""
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line, *fields = head.decode("latin-1").split("\r\n")
+            method, target, _ = line.split(" ", 2)
+            headers = {}
+            for field in filter(None, fields):
+                name, _, value = field.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            self.requests.append((method, target, headers))
+            await reader.readexactly(int(headers.get("content-length", "0")))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            )
+            await writer.drain()
+
+
+def _chunk_event(content: str) -> bytes:
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [choice]}  # fmt: skip
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+class EndingSSEUpstream(RawUpstream):
+    """Streams three `data:` chunks, then ends its body cleanly without `[DONE]`: with a chunked
+    terminator (`framing="chunked"`) or by closing a close-delimited body (`"close"`)."""
+
+    EVENTS = (_chunk_event("a"), _chunk_event("b"), _chunk_event("c"))
+
+    def __init__(self, framing: str) -> None:
+        super().__init__(framing)
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        for line in head.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                await reader.readexactly(int(value))
+        chunked = self.mode == "chunked"
+        framing = b"Transfer-Encoding: chunked\r\n" if chunked else b"Connection: close\r\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + framing + b"\r\n")
+        for event in self.EVENTS:
+            writer.write(b"%x\r\n%s\r\n" % (len(event), event) if chunked else event)
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        if chunked:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            await reader.read()  # keep the connection until the proxy lets it go
+        else:
+            writer.close()
+        self.answered += 1

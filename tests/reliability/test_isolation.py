@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 import aiohttp
+import openai
+import orjson
 import pytest
 
 from proxy.server.keys import digest
@@ -171,3 +173,35 @@ async def test_cookies_an_upstream_sets_are_never_sent_back(
                 assert "track=alpha-only" in response.headers.get("Set-Cookie", "")
     assert len(fake.chat) == 3
     assert [r.headers.get("Cookie") for r in fake.chat] == [None, None, None]
+
+
+async def test_an_admin_key_on_a_model_route_is_403_and_reaches_no_upstream(rig: Rig) -> None:
+    async with rig.client(api_key=ADMIN) as client:
+        with pytest.raises(openai.PermissionDeniedError) as chat_refused:
+            await client.chat.completions.create(model="gpt-4o", messages=history(1))  # type: ignore[arg-type]
+        with pytest.raises(openai.PermissionDeniedError) as models_refused:
+            await client.models.list()
+    for refused in (chat_refused, models_refused):
+        assert refused.value.status_code == 403
+        assert refused.value.code == "admin_key_on_model_route"
+        assert "admin keys are for the /v1/ctx admin routes" in refused.value.message
+    assert rig.fake.received == []
+
+
+async def test_the_admin_sessions_list_is_one_tenant_unless_all_is_asked(rig: Rig) -> None:
+    assert await _chat(rig, ALPHA, history(1), "alpha-s") == 200
+    assert await _chat(rig, BETA, history(1), "beta-s") == 200
+    await rig.settled()
+
+    async def listed(query: str, token: str) -> tuple[int, set[str]]:
+        status, body = await _get(rig, "/v1/ctx/sessions" + query, token)
+        rows = orjson.loads(body).get("sessions", []) if status == 200 else []
+        return status, {row["session"] for row in rows}
+
+    assert await listed("?all=1", ADMIN) == (200, {"alpha-s", "beta-s"})
+    assert await listed("?tenant=beta", ADMIN) == (200, {"beta-s"})
+    assert await listed("?tenant=default", ADMIN) == (200, {"alpha-s"})
+    status, _ = await listed("", ADMIN)  # an admin key of no tenant: which tenant is unsaid
+    assert status == 400
+    assert await listed("?tenant=default", BETA) == (200, {"beta-s"})
+    assert await listed("?all=1", BETA) == (200, {"beta-s"})

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import BadRequest
-from proxy.server.body import NESTING_MARGIN, check_nesting
-from proxy.server.body_scan import KnownTools, scan, scan_body
+from proxy.server.body import NESTING_MARGIN, KnownTools, scan, scan_body
+from proxy.server.body import scanned as check_scan
 
 
 def nested(depth: int, *, leaf: Any, kind: str) -> Any:
@@ -41,14 +41,14 @@ def test_check_nesting_refuses_exactly_what_could_not_be_sent_on(
 ) -> None:
     body = {"messages": [{"role": "user", "deep": nested(depth, leaf=leaf, kind=kind)}]}
     if serialisable_with_margin(body):
-        check_nesting(body)
+        check_scan(body)
     else:
         with pytest.raises(BadRequest):
-            check_nesting(body)
+            check_scan(body)
 
 
 def test_check_nesting_accepts_a_wide_shallow_body() -> None:
-    check_nesting({"messages": [{"role": "user", "content": [{"type": "text"}] * 10_000}]})
+    check_scan({"messages": [{"role": "user", "content": [{"type": "text"}] * 10_000}]})
 
 
 def test_check_nesting_says_whether_some_object_has_a_cache_control_key() -> None:
@@ -60,10 +60,10 @@ def test_check_nesting_says_whether_some_object_has_a_cache_control_key() -> Non
             }
         ]
     }
-    assert check_nesting(marked) is True
-    assert check_nesting({"tools": [{"cache_control": None}], "messages": []}) is True
+    assert check_scan(marked).marked is True
+    assert check_scan({"tools": [{"cache_control": None}], "messages": []}).marked is True
     plain = {"messages": [{"role": "user", "content": "cache_control"}], "cache": ["cache_control"]}
-    assert check_nesting(plain) is False
+    assert check_scan(plain).marked is False
 
 
 @pytest.mark.parametrize("depth", [1, 243, 244, 245, 246, 300])
@@ -77,24 +77,24 @@ def test_known_tools_give_the_same_answers_as_walking_them(depth: int) -> None:
     for _ in range(2):  # the second time from memory, if the first was shallow enough
         fresh = copy.deepcopy(body)  # equal tools, other objects
         if serialisable_with_margin(body):
-            assert check_nesting(fresh, known=known) is False
+            assert check_scan(fresh, known=known).marked is False
         else:
             with pytest.raises(BadRequest):
-                check_nesting(fresh, known=known)
+                check_scan(fresh, known=known)
 
 
 def test_known_tools_remember_a_marker_and_the_rest_of_the_body_is_still_walked() -> None:
     known = KnownTools()
     marked_tools = [{"type": "function", "function": {"name": "f"}, "cache_control": {}}]
     plain_tools = [{"type": "function", "function": {"name": "g"}}]
-    assert check_nesting({"messages": [], "tools": marked_tools}, known=known) is True
-    assert check_nesting({"messages": [], "tools": copy.deepcopy(marked_tools)}, known=known)
-    assert check_nesting({"messages": [], "tools": plain_tools}, known=known) is False
+    assert check_scan({"messages": [], "tools": marked_tools}, known=known).marked is True
+    assert check_scan({"messages": [], "tools": copy.deepcopy(marked_tools)}, known=known).marked
+    assert check_scan({"messages": [], "tools": plain_tools}, known=known).marked is False
     marked = {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {}}]}
-    assert check_nesting({"messages": [marked], "tools": plain_tools}, known=known) is True
+    assert check_scan({"messages": [marked], "tools": plain_tools}, known=known).marked is True
     deep = [{"role": "user", "x": nested(300, leaf=1, kind="list")}]
     with pytest.raises(BadRequest):
-        check_nesting({"messages": deep, "tools": plain_tools}, known=known)
+        check_scan({"messages": deep, "tools": plain_tools}, known=known)
 
 
 def test_known_tools_keep_the_most_recently_used() -> None:
@@ -133,6 +133,16 @@ def test_scanning_with_known_tools_answers_like_walking_each_body(
         body: dict[str, Any] = {"messages": copy.deepcopy(messages), "model": "m"}
         if tools:
             body["tools"] = copy.deepcopy(tools)
-        too_deep, marked = scan(body, limit)
+        too_deep, marked, _ = scan(body, limit)
         found = scan_body(body, limit, known)
         assert found[0] == too_deep and (too_deep or found[1] == marked)  # refused either way
+
+
+def test_a_float_orjson_made_of_an_integer_beyond_64_bits_is_found_in_tools_too() -> None:
+    known = KnownTools()
+    tools = orjson.loads(b'[{"parameters": {"maximum": 123456789012345678901234567890}}]')
+    assert check_scan({"messages": [], "seed": float(2**64)}).inexact
+    assert check_scan({"messages": [], "seed": -float(2**63)}).inexact
+    assert not check_scan({"messages": [], "temperature": 0.7, "seed": 2**64 - 1}).inexact
+    for _ in range(2):  # walked, then from memory
+        assert check_scan({"messages": [], "tools": tools}, known=known).inexact

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from proxy.content import find_body_markers, find_cache_markers
-from proxy.server.body import check_nesting
+from proxy.server.body import scanned
 from proxy.stages.cache import (
     CacheSettings,
     min_cacheable_tokens,
@@ -335,7 +335,7 @@ def test_an_unmarked_draft_renders_the_same_without_the_marker_search(
     messages: list[Message], static: str, style: str
 ) -> None:
     d = with_system(draft(messages), static=static)
-    marked = check_nesting({"messages": messages})
+    marked = scanned({"messages": messages}).marked
     assume(not marked)
     t = turn(cache_style=style)
     searched = render_with_markers(d, t, settings=ANY_LENGTH)

@@ -14,7 +14,9 @@ are returned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,10 @@ from proxy.adapters.redis.wire import Wire
 EventId = tuple[int, int]
 Entry = tuple[str, dict[str, str]]
 LAST_SEQ = 2**64 - 1
+POLL_S = 0.05
+"""How often a waiting events reader asks the shards again."""
+SETTLE_S = 0.002
+"""How long a reader waits for an event held back for a shard's clock (one millisecond)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +91,29 @@ def _shard_read(reply: Any, count: int) -> ShardRead:
 def after_now(reads: Sequence[ShardRead]) -> str:
     """The id that `$` (only events from now on) stands for: just below every shard's clock."""
     return f"{min(read.now_ms for read in reads) - 1}-{LAST_SEQ}"
+
+
+async def wait_for(
+    read: Callable[[str, int], Awaitable[list[ShardRead]]],
+    last_id: str,
+    *,
+    block_ms: int,
+    count: int,
+) -> list[Entry]:
+    """The events after `last_id` (`$`: from now on) that `read` (every shard once) finds, merged
+    (`merge_shards`); without any yet, the shards are asked again every `POLL_S` until
+    `block_ms` is over."""
+    deadline = time.monotonic() + block_ms / 1000
+    after = last_id
+    while True:
+        reads = await read(after, count)
+        if after == "$":
+            after = after_now(reads)
+            continue
+        found, held = merge_shards(reads, count=count)
+        if found:
+            return found
+        left = deadline - time.monotonic()
+        if not held and left <= 0:
+            return []
+        await asyncio.sleep(SETTLE_S if held else min(POLL_S, left))

@@ -9,7 +9,10 @@ tag), so no command, pipeline or script of the store spans two slots:
 - `SHARDS` shards, each with its events stream `P{shard:N}:events`, a sorted set of sessions by
   last use per tenant `P{shard:N}:sessions:T` and the set of tenants seen `P{shard:N}:tenants`.
   A session's events and index entry go to shard `shard_of(t, s)`, with no single node taking
-  every request's event write; readers merge the shards.
+  every request's event write; readers merge the shards;
+- learned facts: `P{t}:memory` (a tenant's, one slot) or `P{t:s}:memory` (a session's own);
+- Responses records `P{t}:response:ID`, `P{t}:summary:ID`, and `Phandle_secret`: each read
+  and written alone.
 
 Tenant names are validated by the config and session ids sanitised by `proxy.identity`, so no
 client input shapes a key.
@@ -55,3 +58,18 @@ class Keys:
         """Where the layout before shards kept an output (`P{t}:output:ID`): still read, so
         an id in a history written then finds its text until the key's TTL."""
         return f"{self.prefix}{{{tenant}}}:output:{output_id}"
+
+    def memory(self, tenant: str, owner: str | None) -> str:
+        """Learned facts: the tenant's (`P{t}:memory`), or one session's (`P{t:s}:memory`)."""
+        if owner is None:
+            return f"{self.prefix}{{{tenant}}}:memory"
+        return self.session(tenant, owner, "memory")
+
+    def record(self, tenant: str, kind: str, record_id: str) -> str:
+        """A Responses edge record (`P{t}:response:ID`, `P{t}:summary:ID`); `record_id` is safe
+        (`proxy.identity.safe_id`, or one of ours)."""
+        return f"{self.prefix}{{{tenant}}}:{kind}:{record_id}"
+
+    def handle_secret(self) -> str:
+        """The secret signing compaction handles, shared by every replica."""
+        return f"{self.prefix}handle_secret"

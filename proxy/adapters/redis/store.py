@@ -7,13 +7,14 @@ each batch in one cluster slot, all sent at once (one round trip on one server),
 failure raises `StoreUnavailable`. A request's record is two batches: the session's slot, and
 its shard's (events, sessions index; `keys`). The compactor's writes: the archive (a capped
 stream per session), the session lock, and the fenced save (`codec.FENCED_SAVE`), which writes
-nothing and returns False once `lock_token` no longer holds the lock. The operator's reads are
-in `admin` and `events`.
+nothing and returns False once `lock_token` no longer holds the lock. Learned facts (`facts`,
+one hash per owner), Responses records and the handle secret are single-key batches too; a
+load's facts version (`P{t}:memory`, another slot) is its own batch beside the session's, in the
+same round trip. The operator's reads are in `admin` and `events`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,11 +32,14 @@ from proxy.adapters.redis.codec import (
     decode_hash,
     read_hash_reply,
 )
+from proxy.adapters.redis.facts import VERSION, RedisFacts
 from proxy.adapters.redis.keys import SHARDS, Keys, shard_of
 from proxy.adapters.redis.pool import Command
 from proxy.adapters.redis.wire import open_wire
 from proxy.errors import StoreUnavailable
 from proxy.logs import redacted_url
+from proxy.memory.ledger import Scope
+from proxy.ports import RecordKind
 from proxy.settings import parse_store_url
 from proxy.types import JSON, SessionState, StoredCompaction
 
@@ -44,14 +48,10 @@ MAX_CONNECTIONS = 64
 once, the rest queue."""
 SESSION_HASHES = ("state", "decisions", "compactions")
 """The hashes a session's turn is loaded from, in `load`'s order."""
-POLL_S = 0.05
-"""How often a waiting events reader asks the shards again."""
 FAILOVER_BREAKER_S = 0.25
 """The breaker's period on a cluster or a Sentinel set."""
 MAX_UNRELEASED = 1_000
 """Locks remembered for release at the session's next compaction (a bound, not a queue)."""
-SETTLE_S = 0.002
-"""How long a reader waits for an event held back for a shard's clock (one millisecond)."""
 
 
 class RedisStore:
@@ -94,6 +94,7 @@ class RedisStore:
         )
         self._shard_max = max(1, events_max // SHARDS)
         self._archive_max = archive_max
+        self._facts = RedisFacts(self._run, self._keys, session_ttl_s=self._ttl)
 
     @property
     def degraded(self) -> bool:
@@ -108,15 +109,44 @@ class RedisStore:
     async def _run(self, *batches: Sequence[Command]) -> list[list[Any]]:
         return await self._breaker.call(lambda: self._wire.run(batches))
 
-    async def load(self, tenant: str, session: str) -> SessionState:
+    async def load(self, tenant: str, session: str, *, memory: Scope | None = None) -> SessionState:
         key = self._keys.session
-        [replies] = await self._run([("HGETALL", key(tenant, session, p)) for p in SESSION_HASHES])
-        state, decisions, compactions = map(read_hash_reply, replies)
+        batches: list[list[Command]] = [
+            [("HGETALL", key(tenant, session, p)) for p in SESSION_HASHES]
+        ]
+        facts = ""
+        if memory is not None:  # the facts' version only: they are cached while it holds
+            # A tenant's facts are in another slot: their own batch, in the same round trip.
+            facts = self._facts.key(tenant, session if memory == "session" else None)
+            batches.append([("HGET", facts, VERSION)])
+        replies = await self._breaker.call(lambda: self._load(batches))
+        state, decisions, compactions = map(read_hash_reply, replies[0])
+        version = replies[1] if facts else []
         return SessionState(
             fields=decode_hash(state),
             decisions=decode_hash(decisions),
             compactions=tuple(compaction_from_json(v) for v in compactions.values()),
+            memory=await self._facts.current(facts, version[0]) if version else (),
         )
+
+    async def _load(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
+        """The session's replies, and the facts' version's, or [] for it when its node is out
+        (on a cluster: the request keeps its session's state, without the facts)."""
+        own, *version = await self._wire.run_each(batches)
+        if isinstance(own, Exception):
+            raise own
+        return [own, *([] if isinstance(v, Exception) else v for v in version)]
+
+    async def add_facts(
+        self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
+    ) -> int:
+        return await self._facts.add(tenant, owner, lines, max_lines=max_lines)
+
+    async def read_facts(self, tenant: str, owner: str | None) -> tuple[str, ...]:
+        return await self._facts.read(tenant, owner)
+
+    async def forget_facts(self, tenant: str, owner: str | None, pattern: str) -> int:
+        return await self._facts.forget(tenant, owner, pattern)
 
     async def record_turn(
         self,
@@ -221,6 +251,19 @@ class RedisStore:
         text = found if found is not None else legacy
         return None if text is None else bytes(text).decode()
 
+    async def put_record(self, tenant: str, kind: RecordKind, record_id: str, value: bytes) -> None:
+        key = self._keys.record(tenant, kind, record_id)
+        await self._run([("SET", key, value, "EX", self._ttl)])
+
+    async def get_record(self, tenant: str, kind: RecordKind, record_id: str) -> bytes | None:
+        [[found]] = await self._run([("GET", self._keys.record(tenant, kind, record_id))])
+        return None if found is None else bytes(found)
+
+    async def handle_secret(self, candidate: bytes) -> bytes:
+        key = self._keys.handle_secret()  # one key: one slot in a cluster too
+        [[_, kept]] = await self._run([("SET", key, candidate, "NX"), ("GET", key)])
+        return bytes(kept)
+
     async def emit_event(self, event: Mapping[str, str]) -> None:
         shard = shard_of(event.get("tenant", ""), event.get("session", ""))
         await self._run(self._event_commands(shard, [event]))
@@ -228,22 +271,8 @@ class RedisStore:
     async def read_events(
         self, last_id: str, *, block_ms: int, count: int
     ) -> list[tuple[str, dict[str, str]]]:
-        """Every shard's events after `last_id`, merged in id order (`events.merge_shards`);
-        without any yet, the shards are asked again every `POLL_S` until `block_ms` is over."""
-        deadline = time.monotonic() + block_ms / 1000
-        after = last_id
-        while True:
-            reads = await self._read_shards(after, count)
-            if after == "$":
-                after = events.after_now(reads)
-                continue
-            found, held = events.merge_shards(reads, count=count)
-            if found:
-                return found
-            left = deadline - time.monotonic()
-            if not held and left <= 0:
-                return []
-            await asyncio.sleep(SETTLE_S if held else min(POLL_S, left))
+        """Every shard's events after `last_id`, merged in id order (`events.wait_for`)."""
+        return await events.wait_for(self._read_shards, last_id, block_ms=block_ms, count=count)
 
     async def _read_shards(self, after: str, count: int) -> list[events.ShardRead]:
         return await self._breaker.call(

@@ -59,6 +59,11 @@ class Wire(Protocol):
         to reach Redis is a `RedisError` or an `OSError`."""
         ...
 
+    async def run_each(self, batches: Sequence[Sequence[Command]]) -> list[list[Any] | Exception]:
+        """As `run`, but on a cluster a batch whose node failed is its error in place, and the
+        others' replies are kept (one server fails or answers as a whole, as `run`)."""
+        ...
+
     async def ping(self) -> bool:
         """Whether every primary answers."""
         ...
@@ -84,6 +89,9 @@ class ServerWire:
             at += len(batch)
         return split
 
+    async def run_each(self, batches: Sequence[Sequence[Command]]) -> list[list[Any] | Exception]:
+        return list(await self.run(batches))
+
     async def close(self) -> None:
         await self.client.aclose()
         for other in self._closing:
@@ -105,24 +113,38 @@ class ClusterWire:
         """Node name -> until when its batches fail at once."""
 
     async def run(self, batches: Sequence[Sequence[Command]]) -> list[list[Any]]:
+        replies = await self._send(batches, strict=True)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies  # type: ignore[return-value]  # no reply is an error here
+
+    async def run_each(self, batches: Sequence[Sequence[Command]]) -> list[list[Any] | Exception]:
+        return await self._send(batches, strict=False)
+
+    async def _send(
+        self, batches: Sequence[Sequence[Command]], *, strict: bool
+    ) -> list[list[Any] | Exception]:
+        """Each batch's replies or error; `strict`: none is sent if a batch's node is out."""
         nodes = [self._node_of(batch) for batch in batches]
         now = time.monotonic()
-        for name in nodes:
-            if name is not None and self._down.get(name, 0.0) > now:
-                raise NodeUnavailable(f"node {name} unavailable (breaker open)")
-        if len(batches) == 1:
-            replies: list[Any] = [await self._caught(self._pipeline(batches[0]))]
+        shut = [name is not None and self._down.get(name, 0.0) > now for name in nodes]
+        if strict and any(shut):
+            raise NodeUnavailable(f"node {nodes[shut.index(True)]} unavailable (breaker open)")
+        live = [batch for batch, closed in zip(batches, shut, strict=True) if not closed]
+        if len(live) == 1:
+            got: list[Any] = [await self._caught(self._pipeline(live[0]))]
         else:
-            replies = list(
-                await asyncio.gather(*(self._caught(self._bounded(batch)) for batch in batches))
-            )
-        failed = [(n, r) for n, r in zip(nodes, replies, strict=True) if isinstance(r, Exception)]
-        for name, error in failed:
-            if isinstance(error, NodeUnavailable) and name is not None:
+            got = list(await asyncio.gather(*(self._caught(self._bounded(b)) for b in live)))
+        answers = iter(got)
+        replies: list[list[Any] | Exception] = [
+            NodeUnavailable(f"node {name} unavailable (breaker open)") if closed else next(answers)
+            for name, closed in zip(nodes, shut, strict=True)
+        ]
+        for name, reply, closed in zip(nodes, replies, shut, strict=True):
+            if isinstance(reply, NodeUnavailable) and name is not None and not closed:
                 self._down[name] = time.monotonic() + self._breaker_s
                 await self._reload_slots(name)
-        if failed:
-            raise failed[0][1]
         return replies
 
     async def _caught(self, batch: Awaitable[list[Any]]) -> list[Any] | Exception:

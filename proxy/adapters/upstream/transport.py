@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import aiohttp
+from yarl import URL
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
@@ -67,10 +68,14 @@ class UpstreamIdle(Exception):
     """The upstream was silent longer than the idle bound in the middle of a body."""
 
 
+CUT_ERRORS = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, UpstreamIdle, OSError)
+"""What reading a body that has started (`iter_body`) raises when the upstream fails."""
+
+
 async def open_response(
     session: aiohttp.ClientSession,
     method: str,
-    url: str,
+    url: str | URL,
     *,
     headers: Mapping[str, str],
     data: bytes | AsyncIterable[bytes] | None,
@@ -100,11 +105,11 @@ async def open_response(
     raise AssertionError("unreachable")
 
 
-def unreachable(url: str, exc: BaseException, *, what: str = "upstream") -> str:
+def unreachable(url: str | URL, exc: BaseException, *, what: str = "upstream") -> str:
     """Why the server at `url` (`what`) could not be reached, naming its host and port only
     (never a key or the rest of the URL), with the system's reason rather than aiohttp's wording
     (`Cannot connect to host … ssl:default […]`)."""
-    parts = urlsplit(url)
+    parts = urlsplit(str(url))
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
@@ -124,7 +129,7 @@ def _reason(exc: BaseException) -> str:
 async def _request(
     session: aiohttp.ClientSession,
     method: str,
-    url: str,
+    url: str | URL,
     headers: Mapping[str, str],
     data: bytes | AsyncIterable[bytes] | None,
     bounds: aiohttp.ClientTimeout,
