@@ -1,8 +1,9 @@
 """How the store's commands reach Redis: one server, the primary Sentinel names, or a Cluster.
 
 The store speaks in batches: a batch is a list of commands whose keys share one cluster slot,
-and `Wire.run(batches)` answers every batch's replies, in order. No batch spans two slots, so
-the same calls run on every kind of Redis:
+and `Wire.run(batches)` answers every batch's replies, in order (`run_each`: a batch whose
+cluster node is out is its error, the others' replies kept). No batch spans two slots, so the
+same calls run on every kind of Redis:
 
     ServerWire   one server (`redis://`, `rediss://`, `unix://`) or the primary of a Sentinel
                  set (`redis+sentinel://`): every batch of a call in one pipelined write on one
