@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from proxy.config_tables import build_table, expect_table
-from proxy.errors import ConfigError
+from proxy.errors import ConfigError, InvalidSetting
 from proxy.logs import LOG_LEVELS
 from proxy.memory.ledger import MemorySettings
 from proxy.settings import (
@@ -26,6 +26,7 @@ from proxy.settings import (
     TenantSettings,
     UpstreamSettings,
     cache_cold_after_s,
+    check_workers_share_a_store,
 )
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -40,7 +41,9 @@ def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
     if path is None and environ.get("CTXPROXY_CONFIG"):
         path = Path(environ["CTXPROXY_CONFIG"])
     settings = default_settings(environ) if path is None else _from_file(path, environ)
-    return _with_env_overrides(settings, environ)
+    settings = _with_env_overrides(settings, environ)
+    check_workers_share_a_store(settings)
+    return settings
 
 
 def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
@@ -106,7 +109,6 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     server = _with_secret(server, environ, file)
     server = replace(server, prices=_prices(server.prices, base, file))
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
-    _check_store_url(store.url, file)
     upstreams = {
         name: _upstream(name, table, environ, file)
         for name, table in expect_table(raw.get("upstreams", {}), "upstreams", file).items()
@@ -248,13 +250,6 @@ def _check_digest(value: str, key: str, file: str) -> None:
         )
 
 
-def _check_store_url(url: str, file: str) -> None:
-    if not re.match(r"^(memory://|rediss?://|unix://)", url):
-        raise ConfigError(
-            "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
-        )
-
-
 def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Settings:
     server, store = settings.server, settings.store
     if environ.get("CTXPROXY_HOST"):
@@ -267,6 +262,8 @@ def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Setti
                 "must be an integer between 0 and 65535", key="CTXPROXY_PORT", file="<environment>"
             ) from exc
     if environ.get("CTXPROXY_STORE_URL"):
-        _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")
-        store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        try:
+            store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        except InvalidSetting as exc:
+            raise ConfigError(exc.rule, key="CTXPROXY_STORE_URL", file="<environment>") from exc
     return replace(settings, server=server, store=store)

@@ -1,16 +1,18 @@
 """The frozen settings tree that `proxy.config` builds from the TOML file (DESIGN §5), and the
-defaults that depend on the upstream (`cache_cold_after_s`)."""
+store address `[store] url` names (`parse_store_url`), the defaults that depend on the upstream
+(`cache_cold_after_s`) and the check that workers share a store."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from proxy.compaction.policy import CompactSettings
-from proxy.errors import InvalidSetting
+from proxy.errors import ConfigError, InvalidSetting
 from proxy.memory.ledger import MemorySettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
@@ -41,6 +43,8 @@ class ServerSettings:
     max_body_bytes: int = 33_554_432
     admin_keys: tuple[str, ...] = ()
     drain_timeout_s: float = 30.0
+    workers: int = 1
+    """Processes serving the one port (`ctxproxy serve --workers N`); above 1 needs Redis."""
     secret_env: str | None = None
     """The variable holding the secret that signs compaction handles (Responses API); unset:
     one is generated once and kept in the store."""
@@ -54,6 +58,8 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise InvalidSetting("port", "must be between 0 and 65535")
+        if not 1 <= self.workers <= 256:
+            raise InvalidSetting("workers", "must be between 1 and 256")
         if self.max_body_bytes < 1:
             raise InvalidSetting("max_body_bytes", "must be at least 1")
         if self.drain_timeout_s < 0:
@@ -71,6 +77,100 @@ class StoreSettings:
         for name in ("session_ttl_s", "op_timeout_s"):
             if getattr(self, name) <= 0:
                 raise InvalidSetting(name, "must be above 0")
+        parse_store_url(self.url)
+
+    @property
+    def shared(self) -> bool:
+        """Whether several processes see the same state (Redis; not the embedded store)."""
+        return parse_store_url(self.url).kind != "memory"
+
+
+StoreKind = Literal["memory", "redis", "cluster", "sentinel"]
+STORE_URLS = (
+    "memory://, redis://host:port/db, rediss://…, unix://path, "
+    "redis+cluster://host:port[,host:port…] (rediss+cluster://…) or "
+    "redis+sentinel://host:port[,host:port…]/service_name"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreAddress:
+    """Where `[store] url` points. `redis`: one server, at `url` as redis-py reads it;
+    `cluster`: a Redis Cluster, found from its `nodes`; `sentinel`: the primary that the
+    sentinels at `nodes` name for `service`, database `db`."""
+
+    kind: StoreKind
+    url: str
+    nodes: tuple[tuple[str, int], ...] = ()
+    service: str = ""
+    db: int = 0
+    tls: bool = False
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+
+def parse_store_url(url: str) -> StoreAddress:
+    """`url` parsed; raises `InvalidSetting("url", why)` for any URL the store cannot use:
+    an unknown scheme, a node without a port number, a cluster with a database number (a
+    cluster has database 0 only), a Sentinel URL without its service name, options after `?`
+    on a cluster or Sentinel URL."""
+    scheme = url.partition("://")[0] if "://" in url else ""
+    if scheme == "memory":
+        return StoreAddress("memory", url)
+    if scheme in ("redis", "rediss", "unix"):
+        _check_single(url)
+        return StoreAddress("redis", url)
+    if scheme not in ("redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"):
+        raise InvalidSetting("url", f"must be one of {STORE_URLS}")
+    parts = urlsplit(url)
+    kind: StoreKind = "cluster" if scheme.endswith("cluster") else "sentinel"
+    if parts.query or parts.fragment:
+        raise InvalidSetting("url", f"takes no options after '?' or '#' ({scheme}://)")
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = userinfo.partition(":")
+    nodes = tuple(_node(text) for text in hosts.split(","))
+    path = [segment for segment in parts.path.split("/") if segment]
+    address = StoreAddress(
+        kind,
+        url,
+        nodes=nodes,
+        tls=scheme.startswith("rediss"),
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+    )
+    if kind == "cluster":
+        if path:
+            raise InvalidSetting(
+                "url", f"a Redis Cluster has database 0 only: remove '{parts.path}'"
+            )
+        return address
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise InvalidSetting(
+            "url", "must name the service: redis+sentinel://host:port[,host:port…]/service[/db]"
+        )
+    return replace(address, service=path[0], db=int(path[1]) if len(path) == 2 else 0)
+
+
+def _node(text: str) -> tuple[str, int]:
+    """`host:port` (`[v6]:port`) of a cluster node or a sentinel."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise InvalidSetting("url", f"needs host:port for every node, not {text!r}")
+    return host, int(port)
+
+
+def _check_single(url: str) -> None:
+    """A `redis://`, `rediss://` or `unix://` URL: a port, if any, and a database, if any, are
+    numbers (any database number; redis-py reads it from the path or `?db=`)."""
+    parts: SplitResult = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (it raises for a port that is not a number)
+    except ValueError as exc:
+        raise InvalidSetting("url", f"has a bad port: {exc}") from exc
+    database = parts.path.strip("/") if parts.scheme != "unix" else ""
+    if database and not database.isdigit():
+        raise InvalidSetting("url", f"database must be a number, not {database!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +230,17 @@ class Settings:
     upstreams: Mapping[str, UpstreamSettings] = field(default_factory=dict)
     tenants: Mapping[str, TenantSettings] = field(default_factory=dict)
     source: str = "<defaults>"
+
+
+def check_workers_share_a_store(settings: Settings, *, from_flag: bool = False) -> None:
+    """Raise `ConfigError` for more than one worker on the embedded store: each process would
+    hold its own sessions, and a session's requests would land on any of them. Checked once
+    the worker count is final (`serve`, after `--workers`)."""
+    if settings.server.workers > 1 and not settings.store.shared:
+        raise ConfigError(
+            f"{settings.server.workers} workers need a shared store (redis://, "
+            "redis+cluster:// or redis+sentinel:// in [store] url): with the embedded store "
+            "each worker would keep its own sessions",
+            key="--workers" if from_flag else "server.workers",
+            file="<command line>" if from_flag else settings.source,
+        )

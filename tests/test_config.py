@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,12 @@ from proxy.config import (
     STAGES,
     cli_key,
     cli_log_level,
+    default_settings,
     load_settings,
 )
 from proxy.errors import ConfigError
 from proxy.memory.ledger import MemorySettings
+from proxy.settings import ServerSettings, check_workers_share_a_store, parse_store_url
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
 
@@ -338,6 +341,91 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "kind", "nodes", "service", "db", "tls"),
+    [
+        ("memory://", "memory", (), "", 0, False),
+        ("redis://r:6379/4", "redis", (), "", 0, False),
+        ("unix:///run/redis.sock?db=2", "redis", (), "", 0, False),
+        ("redis+cluster://a:7000", "cluster", (("a", 7000),), "", 0, False),
+        (
+            "rediss+cluster://:pw@a:7000,b:7001,[::1]:7002/",
+            "cluster",
+            (("a", 7000), ("b", 7001), ("::1", 7002)),
+            "",
+            0,
+            True,
+        ),
+        (
+            "redis+sentinel://s1:26379,s2:26380/main",
+            "sentinel",
+            (("s1", 26379), ("s2", 26380)),
+            "main",
+            0,
+            False,
+        ),
+        ("redis+sentinel://s1:26379/main/5", "sentinel", (("s1", 26379),), "main", 5, False),
+    ],
+)
+def test_store_urls_of_each_kind(
+    url: str, kind: str, nodes: tuple[tuple[str, int], ...], service: str, db: int, tls: bool
+) -> None:
+    address = parse_store_url(url)
+    assert (address.kind, address.nodes, address.service, address.db, address.tls) == (
+        kind, nodes, service, db, tls,
+    )  # fmt: skip
+
+
+def test_store_url_credentials_are_read_and_never_shown() -> None:
+    address = parse_store_url("redis+cluster://user:p%40ss@a:7000")
+    assert (address.username, address.password) == ("user", "p@ss")
+    assert "p@ss" not in repr(address)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://x", "must be one of memory://"),
+        ("redis+cluster://a:7000/0", "a Redis Cluster has database 0 only: remove '/0'"),
+        ("redis+cluster://a:7000/3", "remove '/3'"),
+        ("redis+cluster://a", "needs host:port for every node, not 'a'"),
+        ("redis+cluster://a:7000,:7001", "needs host:port for every node"),
+        ("redis+cluster://a:7000?ssl_cert_reqs=none", "takes no options"),
+        ("redis+sentinel://s:26379", "must name the service"),
+        ("redis+sentinel://s:26379/main/x", "must name the service"),
+        ("redis://r:port/0", "has a bad port"),
+        ("redis://r:6379/zero", "database must be a number"),
+    ],
+)
+def test_a_bad_store_url_is_one_line_naming_store_url(tmp_path: Path, url: str, says: str) -> None:
+    path = write(tmp_path, f"[store]\nurl = '{url}'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "store.url"
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_store_url_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, environ={"CTXPROXY_STORE_URL": "redis+cluster://a:1/2"})
+    assert (caught.value.key, caught.value.file) == ("CTXPROXY_STORE_URL", "<environment>")
+
+
+def test_workers_need_a_shared_store(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nworkers = 2\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "server.workers"
+    assert "2 workers need a shared store" in str(caught.value)
+    shared = load_settings(path, environ={"CTXPROXY_STORE_URL": "redis+cluster://a:7000"})
+    assert shared.server.workers == 2
+    with pytest.raises(ConfigError) as flag:
+        check_workers_share_a_store(
+            replace(default_settings({}), server=ServerSettings(workers=3)), from_flag=True
+        )
+    assert flag.value.key == "--workers"
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ Modules, in the order a request meets them:
     admin          health, readiness, metrics, persisted outputs, sessions and events views
     memory_view    the learned facts of a tenant: shown, forgotten
     runner         serving on one socket, draining
+    workers        `serve --workers N`: a parent forking N workers on one socket
     observe/       what a request did, told to the metrics and the events
 
 An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its

@@ -5,19 +5,19 @@ Fields: each fact's normalised text (`proxy.memory.fact.fact_key`) → `"<seq> <
 its place in the order learned; `~n`, the last `seq` given out; `~v`, a random token replaced
 by every change. `ADD_FACTS` adds a fact only if its key is new (so replicas adding at once
 write it once), then drops the oldest past the cap. A request reads only `~v` (one command in
-its load's round trip): the facts are read again only when it changed, else they come from
-this process's cache.
+its load's round trip: on a cluster its own batch, sent with the session's): the facts are read
+again only when it changed, else they come from this process's cache. `FORGET_FACTS` deletes
+and changes `~v` at once.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from proxy.adapters.redis.breaker import Breaker
-from proxy.adapters.redis.codec import decode_hash
+from proxy.adapters.redis.codec import decode_hash, read_hash_reply
 from proxy.adapters.redis.keys import Keys
 from proxy.errors import StoreUnavailable
 from proxy.memory.fact import clean_line, fact_key, matches
@@ -50,6 +50,16 @@ redis.call('HSET', KEYS[1], '~v', ARGV[2])
 if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
 return added
 """
+
+# KEYS: the hash. ARGV: the new version token, then the fields to delete (atomic, one slot).
+FORGET_FACTS = """
+for i = 2, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+redis.call('HSET', KEYS[1], '~v', ARGV[1])
+return #ARGV - 1
+"""
+
+Run = Callable[..., Awaitable[list[list[Any]]]]
+"""The store's `_run`: batches of single-slot commands in, each batch's replies out."""
 
 VERSION = "~v"
 CACHED_OWNERS = 4096
@@ -117,16 +127,15 @@ class FactCache:
 
 
 class RedisFacts:
-    """The `FactStore` methods of the Redis store, on its client, keys and breaker. A tenant's
-    facts outlive its sessions (kept until forgotten, bounded by `max_lines`); a session's own
+    """The `FactStore` methods of the Redis store, on its keys and its `run` (the store's
+    breaker around its wire: every call a batch in the hash's one slot). A tenant's facts
+    outlive its sessions (kept until forgotten, bounded by `max_lines`); a session's own
     expire with its summaries, the session TTL after their last write."""
 
-    def __init__(self, redis: Any, keys: Keys, breaker: Breaker, *, session_ttl_s: int) -> None:
-        self._redis = redis
+    def __init__(self, run: Run, keys: Keys, *, session_ttl_s: int) -> None:
+        self._run = run
         self._keys = keys
-        self._breaker = breaker
         self._ttl = session_ttl_s
-        self._add = redis.register_script(ADD_FACTS)
         self._cache = FactCache()
 
     def key(self, tenant: str, owner: str | None) -> str:
@@ -144,9 +153,12 @@ class RedisFacts:
         except StoreUnavailable:
             return ()
 
+    async def _fields(self, key: str) -> dict[str, str]:
+        [[fields]] = await self._run([("HGETALL", key)])
+        return decode_hash(read_hash_reply(fields))
+
     async def _read(self, key: str) -> tuple[str, ...]:
-        fields = await self._breaker.call(lambda: self._redis.hgetall(key))
-        return self._cache.put(key, decode_hash(fields))
+        return self._cache.put(key, await self._fields(key))
 
     async def add(
         self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
@@ -155,27 +167,16 @@ class RedisFacts:
         args = add_args(lines, max_lines=max_lines, ttl_s=0 if owner is None else self._ttl)
         if len(args) == 3:
             return 0
-
-        async def op() -> int:
-            return int(await self._add(keys=[key], args=args))
-
-        return await self._breaker.call(op)
+        [[added]] = await self._run([("EVAL", ADD_FACTS, 1, key, *args)])
+        return int(added)
 
     async def read(self, tenant: str, owner: str | None) -> tuple[str, ...]:
         return await self._read(self.key(tenant, owner))
 
     async def forget(self, tenant: str, owner: str | None, pattern: str) -> int:
         key = self.key(tenant, owner)
-        fields = decode_hash(await self._breaker.call(lambda: self._redis.hgetall(key)))
-        doomed = doomed_fields(fields, pattern)
+        doomed = doomed_fields(await self._fields(key), pattern)
         if not doomed:
             return 0
-
-        async def op() -> None:
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.hdel(key, *doomed)
-            pipe.hset(key, VERSION, secrets.token_hex(8))
-            await pipe.execute()
-
-        await self._breaker.call(op)
+        await self._run([("EVAL", FORGET_FACTS, 1, key, secrets.token_hex(8), *doomed)])
         return len(doomed)
