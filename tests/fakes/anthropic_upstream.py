@@ -1,7 +1,11 @@
-"""A fake Anthropic Messages API: a real aiohttp app serving `POST /v1/messages`, JSON and SSE.
+"""A fake Anthropic Messages API: a real aiohttp app serving `POST /v1/messages`, JSON and SSE,
+and `POST /v1/messages/count_tokens`.
 
-It checks each request the way the API does (`tests.fakes.anthropic_rules`) and answers with the
-API's own error texts; a wrong `x-api-key` gets 401 `authentication_error`.
+It checks each request the way the API does (`tests.fakes.anthropic_rules`; with the beta types
+when the request carries `anthropic-beta` or `?beta=true`) and answers with the API's own error
+texts; a wrong key (`x-api-key`, or an OAuth token as `Authorization: Bearer`) gets 401
+`authentication_error`. Counting answers `input_tokens` = characters of the JSON `system`,
+`messages` and `tools` / 4.
 Every request is recorded (`received`); answers are scripted (`script(...)`) and rendered as a
 `message` object or as the event stream, depending on the request's `stream`.
 """
@@ -36,6 +40,9 @@ class Reply:
     delay_s: float = 0.0
     end_delay_s: float = 0.0
     """Stream: the end of the body comes this long after `message_stop`."""
+    delta_usage: JSON | None = None
+    """Stream: `message_delta`'s usage (default: `output_tokens` only; the API now sends the
+    cumulative input counters there too)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,9 @@ def rate_limited(retry_after: str = "7") -> ErrorReply:
 class Received:
     body: JSON
     headers: dict[str, str]
+    path: str = "/v1/messages"
+    query: str = ""
+    raw: bytes = b""
 
 
 class FakeAnthropic:
@@ -89,21 +99,43 @@ class FakeAnthropic:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/messages", self._handle)
+        app.router.add_post("/v1/messages/count_tokens", self._count)
         return app
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _received(self, request: web.Request) -> tuple[JSON, bool] | web.Response:
+        """The request's body and whether it is a beta request, recorded; or the API's error."""
         raw = await request.read()
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
             body = json.loads(raw)
         except ValueError:
             return api_error(400, "invalid_request_error", "Invalid JSON in request body")
-        self.received.append(Received(body, headers))
-        if headers.get("x-api-key") != self.api_key:
+        query = request.rel_url.raw_query_string
+        self.received.append(Received(body, headers, request.path, query, raw))
+        bearer = headers.get("authorization", "").removeprefix("Bearer ")
+        if self.api_key not in (headers.get("x-api-key"), bearer):
             return api_error(401, "authentication_error", "invalid x-api-key")
         if "anthropic-version" not in headers:
             return api_error(400, "invalid_request_error", "anthropic-version: header is required")
-        problem = request_problem(body)
+        return body, "anthropic-beta" in headers or request.query.get("beta") == "true"
+
+    async def _count(self, request: web.Request) -> web.Response:
+        got = await self._received(request)
+        if isinstance(got, web.Response):
+            return got
+        body, beta = got
+        problem = request_problem({**body, "max_tokens": 1}, beta=beta)
+        if problem:
+            return api_error(400, "invalid_request_error", problem)
+        counted = {key: body.get(key) for key in ("system", "messages", "tools")}
+        return web.json_response({"input_tokens": len(json.dumps(counted)) // 4})
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        got = await self._received(request)
+        if isinstance(got, web.Response):
+            return got
+        body, beta = got
+        problem = request_problem(body, beta=beta)
         if problem:
             return api_error(400, "invalid_request_error", problem)
         reply = self._replies.popleft() if self._replies else Reply()
@@ -184,7 +216,7 @@ def stream_events(message: JSON, reply: Reply) -> Iterator[tuple[str, JSON]]:
         {
             "type": "message_delta",
             "delta": delta,
-            "usage": {"output_tokens": reply.usage["output_tokens"]},
+            "usage": reply.delta_usage or {"output_tokens": reply.usage["output_tokens"]},
         },
     )
     yield "message_stop", {"type": "message_stop"}
@@ -200,11 +232,18 @@ def _block_events(index: int, block: JSON) -> Iterator[tuple[str, JSON]]:
         )
     elif block["type"] == "thinking":
         start, kind, key, whole = (
-            {**block, "thinking": ""},
+            {**block, "thinking": "", "signature": ""},
             "thinking_delta",
             "thinking",
             block["thinking"],
         )
+    elif block["type"] != "text":  # redacted thinking, server-tool blocks: whole at the start
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        return
     else:
         start, kind, key, whole = {**block, "text": ""}, "text_delta", "text", block["text"]
     yield (
@@ -213,5 +252,8 @@ def _block_events(index: int, block: JSON) -> Iterator[tuple[str, JSON]]:
     )
     for i in range(0, len(whole), 7):
         delta = {"type": kind, key: whole[i : i + 7]}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    if block["type"] == "thinking":
+        delta = {"type": "signature_delta", "signature": block.get("signature", "")}
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
