@@ -17,6 +17,9 @@ them:
     messages_response  an OpenAI upstream's JSON answer → a Messages answer
     messages_stream    an OpenAI upstream's SSE → the Messages event stream, incrementally
     messages_usage     usage read from an Anthropic upstream's answer or stream
+    messages_events    an Anthropic upstream's stream on its way to the client: whole events
+                       as they came, usage read, its end and errors seen
+    client_usage       usage rescaled to the client's full history (`report_usage = "client"`)
     messages_errors    errors in Anthropic's shape, with Anthropic's statuses
 
 May import the foundation (`proxy.types`, `proxy.sse`, `proxy.usage`, `proxy.errors`,
