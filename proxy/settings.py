@@ -72,6 +72,16 @@ class TenantSettings:
     """The bootstrap files' folder (and the embedded store's archive); None: nothing added."""
     upstream: str = "openai"
     model_window: int | None = None
+    report_usage: Literal["upstream", "client"] = "upstream"
+    """`/v1/messages`: the usage answers report. `upstream`: as the upstream reported it (what
+    is billed); `client`: input tokens scaled to the client's full history (a client that
+    compacts by its own usage figures then still does)."""
+    messages_markers_stop_pruning: bool = False
+    """`/v1/messages`: whether the client's `cache_control` markers on messages keep pruning
+    off everything before the last one, as a chat client's do. Claude Code marks its newest
+    turn on every request, so `True` means no pruning for it; `False` keeps its markers where
+    it put them and lets older tool results be pruned (sticky: its cache breaks once per
+    decision, then hits again)."""
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     prune: PruneSettings = field(default_factory=PruneSettings)
     budgets: BudgetSettings = field(default_factory=BudgetSettings)

@@ -9,6 +9,9 @@ Modules, in the order a request meets them:
     keys           bearer tokens → tenants
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry), relay, after-work
+    messages       `POST /v1/messages` and `/v1/messages/count_tokens` (the Anthropic Messages
+                   API inbound), the same steps over `proxy.inbound`'s internal form;
+                   messages_relay: its answers, relayed (Anthropic upstream) or translated
     body           reading and checking a chat body in one walk
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
@@ -18,7 +21,7 @@ Modules, in the order a request meets them:
     runner         serving on one socket, draining
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
+An inbound API (Responses, next) gets a route module beside `chat` and `messages`, converting its
 request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
 (recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
 concrete adapters.

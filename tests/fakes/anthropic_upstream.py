@@ -40,6 +40,8 @@ class Reply:
     delay_s: float = 0.0
     end_delay_s: float = 0.0
     """Stream: the end of the body comes this long after `message_stop`."""
+    cut_after: int | None = None
+    """Stream: the connection is dropped after this many blocks, half an event written."""
     delta_usage: JSON | None = None
     """Stream: `message_delta`'s usage (default: `output_tokens` only; the API now sends the
     cumulative input counters there too)."""
@@ -183,6 +185,11 @@ async def _stream(request: web.Request, message: JSON, reply: Reply) -> web.Stre
         if name == "stall":
             await asyncio.sleep(reply.stall_s)
             continue
+        if name == "cut":
+            await response.write(b"event: content_block_delta\ndata: {")
+            assert request.transport is not None
+            request.transport.close()
+            return response
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
     await asyncio.sleep(reply.end_delay_s)
     await response.write_eof()
@@ -210,6 +217,9 @@ def stream_events(message: JSON, reply: Reply) -> Iterator[tuple[str, JSON]]:
         yield from _block_events(index, block)
         if index == 0 and reply.stall_s:
             yield "stall", {}
+        if reply.cut_after == index + 1:
+            yield "cut", {}
+            return
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     yield (
         "message_delta",
