@@ -5,7 +5,9 @@ It checks each request the way the API does (`tests.fakes.anthropic_rules`; with
 when the request carries `anthropic-beta` or `?beta=true`) and answers with the API's own error
 texts; a wrong key (`x-api-key`, or an OAuth token as `Authorization: Bearer`) gets 401
 `authentication_error`. Counting answers `input_tokens` = characters of the JSON `system`,
-`messages` and `tools` / 4.
+`messages` and `tools` / 4; with `measure_usage` answers report that count as their input tokens
+too. With `summary_text` set, a request ending in ctxproxy's summary instruction is a summarizer
+call, answered with that text and recorded in `summary_requests` as well.
 Every request is recorded (`received`); answers are scripted (`script(...)`) and rendered as a
 `message` object or as the event stream, depending on the request's `stream`.
 """
@@ -16,7 +18,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
@@ -92,6 +94,9 @@ class FakeAnthropic:
     def __init__(self, *, api_key: str = "sk-ant-test") -> None:
         self.api_key = api_key
         self.received: list[Received] = []
+        self.summary_requests: list[Received] = []
+        self.summary_text: str | None = None
+        self.measure_usage = False
         self._replies: deque[Reply | ErrorReply] = deque()
         self._ids = 0
 
@@ -129,8 +134,7 @@ class FakeAnthropic:
         problem = request_problem({**body, "max_tokens": 1}, beta=beta)
         if problem:
             return api_error(400, "invalid_request_error", problem)
-        counted = {key: body.get(key) for key in ("system", "messages", "tools")}
-        return web.json_response({"input_tokens": len(json.dumps(counted)) // 4})
+        return web.json_response({"input_tokens": input_tokens(body)})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         got = await self._received(request)
@@ -140,7 +144,14 @@ class FakeAnthropic:
         problem = request_problem(body, beta=beta)
         if problem:
             return api_error(400, "invalid_request_error", problem)
-        reply = self._replies.popleft() if self._replies else Reply()
+        reply: Reply | ErrorReply
+        if self.summary_text is not None and is_summary_call(body):
+            self.summary_requests.append(self.received[-1])
+            reply = text(self.summary_text)
+        else:
+            reply = self._replies.popleft() if self._replies else Reply()
+        if self.measure_usage and isinstance(reply, Reply):
+            reply = replace(reply, usage={"input_tokens": input_tokens(body), "output_tokens": 5})
         if isinstance(reply, ErrorReply):
             extra = {"retry-after": reply.retry_after} if reply.retry_after else {}
             return api_error(reply.status, reply.error_type, reply.message, extra)
@@ -150,6 +161,22 @@ class FakeAnthropic:
         if not body.get("stream"):
             return web.json_response(message, headers={"request-id": "req_fake"})
         return await _stream(request, message, reply)
+
+
+def input_tokens(body: JSON) -> int:
+    """Characters of the JSON `system`, `messages` and `tools` of a request / 4."""
+    counted = {key: body.get(key) for key in ("system", "messages", "tools")}
+    return len(json.dumps(counted)) // 4
+
+
+def is_summary_call(body: JSON) -> bool:
+    """A request whose last user message ends with ctxproxy's summary instruction."""
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content")
+    texts = [content] if isinstance(content, str) else [
+        b.get("text", "") for b in content or [] if isinstance(b, dict)]  # fmt: skip
+    last = texts[-1] if texts else ""
+    return last.startswith("Summarize the conversation ") and "<summary>" in last
 
 
 def api_error(
