@@ -4,6 +4,9 @@
 A request whose last user message asks for a `<summary>` is a summarizer call and gets a short
 summary. Every request is checked for validity (`benchmarks.validity`) and recorded as a `Seen`.
 An optional `cache` model (`benchmarks.cachesim`) decides how many prompt tokens were cached.
+`POST /v1/messages` does the same in the Anthropic Messages API's shapes (prompt = its `system`,
+`messages` and `tools`; usage split into input and cache-read tokens), for the Messages route's
+replays (`benchmarks.messages_markers`); its requests are not checked.
 """
 
 from __future__ import annotations
@@ -43,7 +46,24 @@ class FakeLLM:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.messages)
         return app
+
+    async def messages(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        summary = is_summary_call(body)
+        as_chat = {"tools": body.get("tools"), "messages": [
+            {"role": "system", "content": _blocks(body.get("system"))}, *body["messages"]]}
+        tokens = prompt_tokens(as_chat)
+        cached = self.cache.serve(as_chat) if self.cache else 0
+        self.seen.append(Seen(tokens, cached, summary, ""))
+        return web.json_response({
+            "id": "msg_replay", "type": "message", "role": "assistant",
+            "model": body.get("model", "m"), "stop_reason": "end_turn", "stop_sequence": None,
+            "content": [{"type": "text", "text": SUMMARY if summary else "ok"}],
+            "usage": {"input_tokens": tokens - cached, "cache_read_input_tokens": cached,
+                      "output_tokens": 5},
+        })
 
     async def chat(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
@@ -61,6 +81,12 @@ class FakeLLM:
                       "total_tokens": tokens + 5,
                       "prompt_tokens_details": {"cached_tokens": cached}},
         })
+
+
+def _blocks(system: Any) -> list[Any]:
+    if isinstance(system, str):
+        return [{"type": "text", "text": system}] if system else []
+    return list(system or [])
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
