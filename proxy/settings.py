@@ -58,9 +58,16 @@ class UpstreamSettings:
     idle_timeout_s: float = 300.0
     send_prompt_cache_key: bool = False
     default_max_tokens: int = 4096
+    max_output_tokens: int | None = None
+    """The most output tokens a Messages client's request may ask an OpenAI-compatible upstream
+    for: a larger `max_tokens` (Claude Code asks for 32,000) is lowered to it. None: as asked."""
     name: str = ""
     api_key: str | None = field(default=None, repr=False)
     """Resolved from `api_key_env` at load time; never logged (repr=False)."""
+
+    def __post_init__(self) -> None:
+        if self.max_output_tokens is not None and self.max_output_tokens < 1:
+            raise InvalidSetting("max_output_tokens", "must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,8 @@ def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
         ("[tenants.a]\nmodel_window = 1.5\n", "must be an integer"),
         ("[tenants.a]\nforward_client_key = 'yes'\n", "must be true or false"),
         ("[tenants.a]\nreport_usage = 'billed'\n", 'must be "upstream" or "client"'),
+        ("[upstreams.u]\nmax_output_tokens = 'many'\n[tenants.a]\nupstream = 'u'\n",
+         "must be an integer"),
         ("[tenants.a]\nmessages_markers_stop_pruning = 1\n", "must be true or false"),
         ("[tenants.a]\nworkspace = ''\n", "must be a path"),
         ("[upstreams.u]\ncache_style = 'x'\n[tenants.a]\nupstream = 'u'\n",

@@ -65,6 +65,8 @@ class Inbound(NamedTuple):
     tenant: TenantSettings
     turn: Turn
     as_bearer: bool
+    output_cap: int | None
+    """The upstream's `max_output_tokens` (`UpstreamSettings`)."""
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
@@ -145,7 +147,8 @@ async def read_inbound(request: web.Request, services: Services) -> Inbound:
         session = engine.derived_session_id(caller.tenant, client)
     request[SCOPE].session = session
     turn = await engine.load_turn(caller.tenant, session, client, marked=marked)
-    return Inbound(body, internal, carrier, caller, tenant, turn, as_bearer)
+    cap = services.settings.upstreams[tenant.upstream].max_output_tokens
+    return Inbound(body, internal, carrier, caller, tenant, turn, as_bearer, cap)
 
 
 def messages_caller_of(request: web.Request) -> tuple[Caller, bool]:
@@ -241,7 +244,10 @@ async def _send(
             query=request.rel_url.raw_query_string,
         )
     keep = prepared.turn.cache_style == "anthropic"
-    outgoing, _ = with_usage_requested(chat_request(prepared.body, keep_markers=keep))
+    request_body = chat_request(
+        prepared.body, keep_markers=keep, max_output_tokens=inbound.output_cap
+    )
+    outgoing, _ = with_usage_requested(request_body)
     return await upstream.send_chat(outgoing, headers=request.headers, api_key=_client_key(inbound))
 
 

@@ -73,11 +73,13 @@ async def make_messages_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeMessag
         workspace: bool = False,
         forward_client_key: bool = False,
         fake: Any = None,
+        upstream_extra: str = "",
         **values: Any,
     ) -> MessagesProxy:
         """`workspace`: the example workspace (bootstrap adds to the system) or an empty one;
         `forward_client_key`: to the Anthropic upstream (else its own key is used); `fake`: a
-        fake upstream of `kind` to use instead of a new one."""
+        fake upstream of `kind` to use instead of a new one; `upstream_extra`: lines for the
+        upstream's table."""
         if fake is None:
             fake = FakeAnthropic(api_key=UPSTREAM_KEY) if kind == "anthropic" else FakeOpenAI()
         upstream = await aiohttp_server(fake.app())
@@ -93,6 +95,10 @@ async def make_messages_proxy(aiohttp_server: Any, tmp_path: Path) -> MakeMessag
             tenant_extra=tenant_extra,
             **values,
         )
+        if upstream_extra:
+            text = config.read_text(encoding="utf-8")
+            extra = f"{upstream_extra}\n[tenants.default]"
+            config.write_text(text.replace("[tenants.default]", extra), encoding="utf-8")
         settings = load_settings(config, environ={"FAKE_UPSTREAM_KEY": UPSTREAM_KEY})
         app = create_app(settings)
         server = await aiohttp_server(app)

@@ -125,6 +125,21 @@ async def test_claude_codes_request_is_a_valid_chat_request_without_its_anthropi
     assert "x-anthropic-billing-header" not in json.dumps(sent)
 
 
+async def test_max_output_tokens_lowers_claude_codes_ask(
+    make_messages_proxy: MakeMessagesProxy,
+) -> None:
+    proxy = await make_messages_proxy(kind="openai")
+    capped = await make_messages_proxy(kind="openai", upstream_extra="max_output_tokens = 16384")
+    body = {**fixture("main_turn_thinking")["body"], "stream": False}
+    for each in (proxy, capped):
+        async with aiohttp.ClientSession() as http:
+            url = each.base_url + "/v1/messages"
+            async with http.post(url, json=body, headers={"x-api-key": "k"}) as got:
+                assert got.status == 200
+    assert proxy.sent["max_completion_tokens"] == 32000
+    assert capped.sent["max_completion_tokens"] == 16384
+
+
 async def test_upstream_errors_are_translated_with_their_status(
     make_messages_proxy: MakeMessagesProxy,
 ) -> None:
