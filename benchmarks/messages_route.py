@@ -1,5 +1,6 @@
 """The Messages route next to the chat-completions route, in the same run:
-`python -m benchmarks.messages_route [--seconds S] [--rounds N] [--sizes small,agentic,coding]`.
+`python -m benchmarks.messages_route [--seconds S] [--rounds N] [--sizes small,agentic,coding]`
+(about 2 minutes with the defaults).
 
 One ctxproxy process (`python -m proxy serve`, memory store, the example workspace, compaction
 never triggering) in front of the fast fake upstream (`benchmarks.upstream`, which answers both
@@ -17,7 +18,8 @@ The bodies are the overhead benchmark's (`benchmarks.payloads`), the Messages on
 them as an Anthropic client would send them (`proxy.translate.anthropic_request`). Requests go
 one at a time; each route gets `--seconds` per cell per round, the routes taking turns (A B C D
 A B C D), and **proxy CPU µs per request** is the proxy process's utime + stime over the requests it
-answered (`/proc/<pid>/stat`).
+answered (`/proc/<pid>/stat`), the median of the rounds (a shared machine's bursts of other load
+land in one round, not in all).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,7 +124,7 @@ def run_cells(base: str, pids: list[int], sizes: list[str], *, seconds: float,
     for size in sizes:
         for stream in (False, True):
             encoded = bodies(size, stream)
-            cpu = dict.fromkeys(ROUTES, 0.0)
+            samples: dict[str, list[float]] = {route: [] for route in ROUTES}
             count = dict.fromkeys(ROUTES, 0)
             errors = dict.fromkeys(ROUTES, 0)
             for route in ROUTES:  # warm-up: the first requests import and fill memos
@@ -131,13 +134,13 @@ def run_cells(base: str, pids: list[int], sizes: list[str], *, seconds: float,
                     before = cpu_seconds(pids)
                     done, failed = asyncio.run(load(base, route, encoded[ROUTES[route][2]],
                                                     seconds))
-                    cpu[route] += cpu_seconds(pids) - before
+                    samples[route].append((cpu_seconds(pids) - before) / max(done, 1) * 1e6)
                     count[route] += done
                     errors[route] += failed
             for route in ROUTES:
                 rows.append({"size": size, "stream": stream, "route": route,
                              "requests": count[route], "errors": errors[route],
-                             "cpu_us": cpu[route] / max(count[route], 1) * 1e6,
+                             "cpu_us": statistics.median(samples[route]),
                              "body_kb": len(encoded[ROUTES[route][2]]) / 1024})
             chat = rows[-len(ROUTES)]["cpu_us"]
             print(f"  {size} {'stream' if stream else 'json'}: " + ", ".join(
@@ -162,8 +165,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.messages_route")
-    parser.add_argument("--seconds", type=float, default=2.0, help="per route, cell and round")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=0.75, help="per route, cell and round")
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--sizes", default="small,agentic,coding")
     args = parser.parse_args()
     import tempfile
