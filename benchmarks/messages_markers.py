@@ -9,9 +9,10 @@ those markers where the client put them and lets pruning go on. Which costs less
 Each trace of ../shared/traces is replayed as Claude Code would send it: one Messages request per
 assistant turn (converted by `proxy.translate.anthropic_request`), its system as a block with a
 marker, and a marker on the last block of each of its last two user turns. Through ctxproxy
-(in process, an Anthropic upstream, the example workspace) and directly, against the fake upstream
-of `benchmarks.fake_llm` with the Anthropic cache model of `benchmarks.cachesim`, on the
-simulated clock of `benchmarks.cache_share` (20 s a turn, a 6-minute pause every 25 turns).
+(in process, an Anthropic upstream, the example workspace, its defaults but for the setting
+compared) and directly, against the fake upstream of `benchmarks.fake_llm` with the Anthropic
+cache model of `proxy.cost.cachesim`, on the simulated clock of `benchmarks.cache_share` (20 s a
+turn, a 6-minute pause every 25 turns).
 Relative cost: uncached input 1, cache writes 1.25, cache reads 0.1, against the direct replay's
 prompt tokens without a cache.
 """
@@ -29,12 +30,12 @@ from typing import Any
 import aiohttp
 
 from benchmarks.cache_share import SimClock
-from benchmarks.cachesim import AnthropicCache
 from benchmarks.fake_llm import FakeLLM
 from benchmarks.payloads import load_trace
 from benchmarks.replay import requests_of, serving, trace_names
 from benchmarks.targets import WORKSPACE
 from proxy.config import load_settings
+from proxy.cost.cachesim import AnthropicCache
 from proxy.server.app import Ports, create_app
 from proxy.server.appkeys import LIFECYCLE
 from proxy.translate.anthropic_request import to_messages_request
@@ -43,9 +44,8 @@ MODEL = "claude-sonnet-4-5"
 EPHEMERAL = {"type": "ephemeral"}
 SETUPS = {
     "markers stop pruning": "messages_markers_stop_pruning = true\n",
-    "pruning every turn (default)": "",
-    "pruning batched": "[tenants.default.prune]\nmin_savings_chars = 20000\n"
-                       "when_cache_cold_s = 300\n",
+    "pruning behind the markers, when the cache is cold (the defaults)": "",
+    "pruning behind the markers, every turn": "[tenants.default.prune]\nwhen_cache_cold_s = 0\n",
 }
 TOML = """
 [store]
@@ -98,8 +98,9 @@ async def proxied(tmp: Path, fake: FakeLLM, clock: SimClock,
 async def replay_setup(tmp: Path, names: list[str], extra: str | None) -> dict[str, float]:
     total = cached = written = 0
     for name in names:
-        clock, fake = SimClock(), FakeLLM()
-        cache = fake.cache = AnthropicCache(clock)
+        clock = SimClock()
+        fake = FakeLLM(clock=clock)
+        cache = fake.cache = AnthropicCache()
         headers = {"x-api-key": "sk-replay", "X-Claude-Code-Session-Id": name[:-5]}
         async with proxied(tmp, fake, clock, extra) as (url, app), aiohttp.ClientSession() as http:
             for body in claude_code_requests(name):
@@ -110,10 +111,9 @@ async def replay_setup(tmp: Path, names: list[str], extra: str | None) -> dict[s
                         raise RuntimeError(f"{name}: status {response.status}")
                 if app is not None:
                     await asyncio.gather(*list(app[LIFECYCLE].tasks))
-        chat = [s for s in fake.seen if not s.summary]
         total += sum(s.prompt_tokens for s in fake.seen)
-        cached += sum(s.cached_tokens for s in chat)
-        written += cache.written
+        cached += sum(s.cached_tokens for s in fake.seen)
+        written += sum(s.written for s in fake.seen)
     cost = (total - cached - written) + 1.25 * written + 0.1 * cached
     return {"prompt_tokens": total, "cached": cached, "written": written, "cost": cost}
 

@@ -2,7 +2,8 @@
 and it takes `environ` as a parameter.
 
 Every key is checked once at start-up: an unknown key, a wrong type or a bad value raises
-`ConfigError` naming the key and the file. Paths are relative to the config file.
+`ConfigError` naming the key and the file. Paths are relative to the config file. A tenant that
+sets no `prune.when_cache_cold_s` gets its upstream's cache lifetime (`cache_cold_after_s`).
 """
 
 from __future__ import annotations
@@ -19,17 +20,20 @@ from urllib.parse import urlsplit
 from proxy.config_tables import build_table, expect_table
 from proxy.errors import ConfigError
 from proxy.logs import LOG_LEVELS
+from proxy.memory.ledger import MemorySettings
 from proxy.settings import (
     ServerSettings,
     Settings,
     StoreSettings,
     TenantSettings,
     UpstreamSettings,
+    cache_cold_after_s,
 )
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-STAGES = ("bootstrap", "prune", "budgets", "compact", "cache")
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
+"""A tenant's sub-tables, one settings object each."""
 
 
 def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
@@ -70,13 +74,18 @@ def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
 
     The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
-    whatever the current folder. The sample workspace serves the example config and the demo."""
+    whatever the current folder. The sample workspace serves the example config and the demo.
+    For the same reason it learns no facts: any bearer is this tenant, and a fact one client's
+    conversation taught would be shown to every other (configure a tenant to have memory)."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
+    tenant = TenantSettings(memory=MemorySettings(enabled=False))
+    prune = replace(tenant.prune, when_cache_cold_s=cache_cold_after_s(upstream.cache_style, "5m"))
+    tenant = replace(tenant, prune=prune)
+    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
@@ -157,6 +166,9 @@ def _tenant(
         stage: build_table(type(getattr(tenant, stage)), stages[stage], f"{where}.{stage}", file)
         for stage in STAGES
     }
+    if "when_cache_cold_s" not in stages["prune"]:
+        cold = cache_cold_after_s(upstreams[tenant.upstream].cache_style, built["cache"].ttl)
+        built["prune"] = replace(built["prune"], when_cache_cold_s=cold)
     summarizer = built["compact"].summarizer_upstream
     if summarizer is not None and summarizer not in upstreams:
         raise ConfigError(

@@ -1,8 +1,9 @@
 """The seams the core depends on. Adapters in `proxy/adapters/` implement them.
 
 The state store is one backend split by who needs what: `SessionStore` (the engine: a session's
-state), `CompactionStore` (the compactor: archive, lock, fenced save), `OutputStore` (persisted
-tool outputs), `EventStore` (the events stream), `SessionViews` (the operator's reads);
+state), `CompactionStore` (the compactor: archive, lock, fenced save), `FactStore` (the facts
+compactions learn), `OutputStore` (persisted tool outputs), `EventStore` (the events stream),
+`SessionViews` (the operator's reads);
 `StateStore` is all of them, with `ping` and `close`, for the app factory that wires them.
 `Summarizer`, `WorkspaceSource` and `Upstream` are the other edges.
 
@@ -15,14 +16,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+from proxy.memory.ledger import Scope
 from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
 
 
 class SessionStore(Protocol):
     """A session's state: read before a request's stages run, written after it is answered."""
 
-    async def load(self, tenant: str, session: str) -> SessionState:
-        """State, sticky decisions and stored compactions of a session, in one round trip."""
+    async def load(self, tenant: str, session: str, *, memory: Scope | None = None) -> SessionState:
+        """State, sticky decisions and stored compactions of a session, in one round trip; with
+        a `memory` scope, the learned facts too (`SessionState.memory`: the tenant's, or the
+        session's own). A store may answer facts from a cache of its own while unchanged."""
         ...
 
     async def record_turn(
@@ -72,6 +76,26 @@ class CompactionStore(Protocol):
         ...
 
 
+class FactStore(Protocol):
+    """Learned facts (`proxy.memory`), by tenant and owner: `None` the tenant's own, a session
+    id that session's. Each fact is kept once (by `proxy.memory.fact.fact_key`), even when
+    replicas add at the same time; past `max_lines` the oldest go."""
+
+    async def add_facts(
+        self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
+    ) -> int:
+        """Append the fact lines not already kept; how many were new."""
+        ...
+
+    async def read_facts(self, tenant: str, owner: str | None) -> tuple[str, ...]:
+        """The kept fact lines, oldest first."""
+        ...
+
+    async def forget_facts(self, tenant: str, owner: str | None, pattern: str) -> int:
+        """Remove the facts `pattern` matches (`proxy.memory.fact.matches`); how many."""
+        ...
+
+
 class OutputStore(Protocol):
     """Full tool outputs that a `<persisted-output>` block stands for, by tenant and id."""
 
@@ -106,7 +130,9 @@ class SessionViews(Protocol):
         ...
 
 
-class StateStore(SessionStore, CompactionStore, OutputStore, EventStore, SessionViews, Protocol):
+class StateStore(
+    SessionStore, CompactionStore, FactStore, OutputStore, EventStore, SessionViews, Protocol
+):
     """All of the above in one backend (Redis or in-memory), as the app factory builds it and
     hands each user the port it needs; plus its health and its end."""
 

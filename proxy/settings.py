@@ -1,19 +1,37 @@
-"""The frozen settings tree that `proxy.config` builds from the TOML file (DESIGN §5)."""
+"""The frozen settings tree that `proxy.config` builds from the TOML file (DESIGN §5), and the
+defaults that depend on the upstream (`cache_cold_after_s`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 from proxy.compaction.policy import CompactSettings
 from proxy.errors import InvalidSetting
+from proxy.memory.ledger import MemorySettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
+from proxy.stages.marker import Ttl
 from proxy.stages.prune import PruneSettings
 from proxy.types import CacheStyle
+
+_CACHE_LIFE_S = MappingProxyType({"5m": 300.0, "1h": 3600.0})
+OPENAI_CACHE_LIFE_S = 600.0
+"""OpenAI keeps an unused prefix 5 to 10 minutes: pruning waits for the longer."""
+
+
+def cache_cold_after_s(cache_style: CacheStyle, ttl: Ttl) -> float:
+    """The `prune.when_cache_cold_s` a tenant gets when it sets none: how long its upstream's
+    prompt cache keeps an unused prefix, so that pruning cuts only what the provider has dropped
+    anyway. `anthropic`: the breakpoints' `ttl`; `openai`: 10 minutes; `none`: 0 (no cache to
+    keep warm: prune on every request)."""
+    if cache_style == "anthropic":
+        return _CACHE_LIFE_S[ttl]
+    return OPENAI_CACHE_LIFE_S if cache_style == "openai" else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +105,14 @@ class TenantSettings:
     """`/v1/messages`: whether the client's `cache_control` markers on messages keep pruning
     off everything before the last one, as a chat client's do. Claude Code marks its newest
     turn on every request, so `True` means no pruning for it; `False` keeps its markers where
-    it put them and lets older tool results be pruned (sticky: its cache breaks once per
-    decision, then hits again)."""
+    it put them and lets older tool results be pruned by pruning's own rules (sticky decisions,
+    taken once the cache has gone cold by default)."""
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     prune: PruneSettings = field(default_factory=PruneSettings)
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from proxy.config import (
     load_settings,
 )
 from proxy.errors import ConfigError
+from proxy.memory.ledger import MemorySettings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
 
@@ -32,7 +33,9 @@ def test_documented_example_loads_with_every_section() -> None:
     assert settings.upstreams["claude"].kind == "anthropic"
     assert tenant.workspace == (EXAMPLE.parent / "workspaces" / "default").resolve()
     assert tenant.budgets.command_tools == ("bash", "shell")
-    assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
+    assert tenant.compact.threshold_tokens == 25_000 and tenant.prune.recent_keep == 2
+    assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
+    assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
 
 
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
@@ -42,6 +45,17 @@ def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
     assert settings.upstreams["openai"].base_url == "http://up/v1"
     assert list(settings.tenants) == ["default"]
     assert settings.tenants["default"].forward_client_key
+
+
+def test_only_a_configured_tenant_learns_facts_by_default(tmp_path: Path) -> None:
+    """The implicit tenant takes any bearer: what one client taught it would reach the next."""
+    assert not load_settings(None, environ={}).tenants["default"].memory.enabled
+    implicit = load_settings(write(tmp_path, "[server]\nport = 9000\n"), environ={})
+    assert not implicit.tenants["default"].memory.enabled
+    configured = load_settings(write(tmp_path, "[tenants.a]\n"), environ={})
+    assert configured.tenants["a"].memory == MemorySettings()
+    session = load_settings(write(tmp_path, "[tenants.a.memory]\nscope = 'session'\n"), environ={})
+    assert session.tenants["a"].memory.scope == "session"
 
 
 def test_environment_overrides_win(tmp_path: Path) -> None:
@@ -101,6 +115,9 @@ def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: s
         ),
         ("[tenants.a.prune]\nmax_chars = -5\n", "prune.max_chars", "must be 0 or more"),
         ("[tenants.a.cache]\nttl = '1d'\n", "cache.ttl", 'must be "5m" or "1h"'),
+        ("[tenants.a.memory]\nmax_lines = 0\n", "memory.max_lines", "must be at least 1"),
+        ("[tenants.a.memory]\nscope = 'user'\n", "memory.scope", 'must be "tenant" or "session"'),
+        ("[tenants.a.memory]\nforever = true\n", "memory.forever", "unknown key"),
     ],
 )
 def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
@@ -305,3 +322,31 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
+
+
+@pytest.mark.parametrize(
+    ("upstream", "cache", "cold_s"),
+    [
+        ('kind = "anthropic"', "", 300.0),
+        ('kind = "anthropic"', '[tenants.a.cache]\nttl = "1h"\n', 3600.0),
+        ('kind = "openai"', "", 600.0),
+        ('kind = "openai"\ncache_style = "none"', "", 0.0),
+    ],
+    ids=["anthropic-5m", "anthropic-1h", "openai", "no-cache"],
+)
+def test_pruning_waits_for_the_upstreams_cache_to_go_cold_unless_set(
+    tmp_path: Path, upstream: str, cache: str, cold_s: float
+) -> None:
+    base = f"[upstreams.u]\n{upstream}\n[tenants.a]\nupstream = 'u'\n{cache}"
+    settings = load_settings(write(tmp_path, base), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == cold_s
+    own = base + "[tenants.a.prune]\nwhen_cache_cold_s = 42\n"
+    settings = load_settings(write(tmp_path, own), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == 42.0
+
+
+def test_defaults_compact_at_25000_tokens_and_prune_once_the_cache_is_cold() -> None:
+    tenant = load_settings(None, environ={}).tenants["default"]
+    assert tenant.compact.threshold_tokens == 25_000
+    assert tenant.prune.when_cache_cold_s == 600.0  # the default upstream is OpenAI's
+    assert tenant.prune.min_savings_chars == 0 and tenant.cache.ttl == "5m"

@@ -2,6 +2,7 @@
 
     main        the parser and the commands: serve, keys, bootstrap preview, version
     sessions    `ctxproxy sessions list | show ID | watch`
+    memory      `ctxproxy memory show | forget PATTERN | export`: the learned facts
     source      where sessions are read: Redis directly, or a running proxy's admin views
     view        rendering the sessions view (pure: plain data to `rich` renderables)
 

@@ -1,4 +1,4 @@
-"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, demo.
+"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, memory, demo.
 
 Every mistake on the command line or in the config is one line on stderr and exit status 2:
 a usage error names the flag, a config error the file and the key, a socket that cannot be
@@ -96,11 +96,13 @@ def port_number(text: str) -> int:
 
 
 def add_extra_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`sessions` and `demo` live in their own modules."""
+    """`sessions`, `memory` and `demo` live in their own modules."""
+    from proxy.cli.memory import add_memory_command
     from proxy.cli.sessions import add_sessions_command
     from proxy.demo.command import add_demo_command
 
     add_sessions_command(commands)
+    add_memory_command(commands)
     add_demo_command(commands)
 
 
@@ -199,10 +201,37 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         print(f"ctxproxy: no tenant {args.tenant!r} in {settings.source}", file=sys.stderr)
         return 2
     view = make_workspace(settings).view(args.tenant, args.session)
-    static, dynamic = assemble_system(view, settings=tenant.bootstrap)
+    facts = learned_facts(settings, args.tenant, args.session)
+    static, dynamic = assemble_system(view, settings=tenant.bootstrap, facts=facts)
     print("=== static part (cached, identical on every request) ===")
     print(static or "(empty)")
     print("=== client system content goes here ===")
     print("=== dynamic part (per user and session) ===")
     print(dynamic or "(empty)")
     return 0
+
+
+def learned_facts(settings: Settings, tenant: str, session: str) -> tuple[str, ...]:
+    """The facts the tenant's compactions learned, from the configured store (the embedded
+    store's are read from the workspace's files); none when memory is off or the store is down
+    (said on stderr)."""
+    import asyncio
+
+    from proxy.server.factories import make_store
+
+    memory = settings.tenants[tenant].memory
+    if not memory.enabled:
+        return ()
+
+    async def read() -> tuple[str, ...]:
+        store = make_store(settings)
+        try:
+            return await store.read_facts(tenant, memory.owner(session))
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(read())
+    except Exception as exc:
+        print(f"ctxproxy: learned facts not shown: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return ()

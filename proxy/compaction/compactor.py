@@ -1,4 +1,5 @@
-"""The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3).
+"""The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3),
+and the facts the summarizer answered with kept beside the summary (`MemoryWriter`, issue 19).
 
 Only ports are used here (`CompactionStore`, `Summarizer`); every decision is a pure function
 (`proxy.compaction.plan`: what is cut and what replaces it; `proxy.compaction.prompt`: the
@@ -27,6 +28,7 @@ from proxy.compaction.job import CompactionJob, CompactionOutcome, Status, clien
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import worth_compacting
 from proxy.compaction.stored import json_chars, stored_compaction
+from proxy.compaction.writeback import Learned, MemoryWriter
 from proxy.ports import CompactionStore, Summarizer
 from proxy.types import Message, StoredCompaction
 
@@ -37,7 +39,8 @@ OnDone = Callable[[CompactionOutcome], Awaitable[None]]
 
 class Compactor:
     """Compacts sessions through the ports; holds a reference to every background task.
-    `summarizers` are by upstream name."""
+    `summarizers` are by upstream name; `memory` keeps the facts of every summary that a job
+    asks for (without it, none are kept)."""
 
     def __init__(
         self,
@@ -46,8 +49,10 @@ class Compactor:
         summarizers: Mapping[str, Summarizer],
         lock_ttl_ms: int | None = None,
         clock: Callable[[], float] = time.time,
+        memory: MemoryWriter | None = None,
     ) -> None:
         self._store = store
+        self._memory = memory
         self._summarizers = summarizers
         self._lock_ttl_ms = lock_ttl_ms
         self._clock = clock
@@ -93,13 +98,14 @@ class Compactor:
         token: str,
     ) -> CompactionOutcome:
         """Under the lock: archive, summarize and splice, then the fenced save. The first step
-        that fails is the outcome, and nothing after it runs."""
+        that fails is the outcome, and nothing after it runs, but for the facts of an answer,
+        which are kept whatever becomes of its summary (beside the save, never in its way)."""
         archive_id = await self._archive(job)
         if archive_id is None:
             return _outcome(job, "failed", "archive")
-        summary, reason = await summarize(job, plan, summarizer)
+        summary, reason, answer = await summarize(job, plan, summarizer)
         if not summary:
-            return _outcome(job, "failed", reason)
+            return _learned(_outcome(job, "failed", reason), await self._learn(job, answer))
         messages = compacted_history(job, plan, covers, summary)
         compaction = stored_compaction(
             job.client_history,
@@ -111,7 +117,10 @@ class Compactor:
             created_at=self._clock(),
             archive_id=archive_id,
         )
-        outcome = await self._save(job, messages, compaction, token)
+        outcome, learned = await asyncio.gather(
+            self._save(job, messages, compaction, token), self._learn(job, answer)
+        )
+        outcome = _learned(outcome, learned)
         if outcome.status != "done":
             return outcome
         summarized, kept = job.working[: plan.split], len(job.working) - plan.split
@@ -119,6 +128,11 @@ class Compactor:
         return replace(
             outcome, saved_chars=saved, folded_chars=decide.folded_chars(job.working, plan)
         )
+
+    async def _learn(self, job: CompactionJob, answer: str | None) -> Learned:
+        if self._memory is None:
+            return Learned()
+        return await self._memory.learn(job, answer)
 
     async def _archive(self, job: CompactionJob) -> str | None:
         """Archive the full history as the client sent it, before anything is dropped: the
@@ -196,29 +210,34 @@ class Compactor:
 
 async def summarize(
     job: CompactionJob, plan: CompactionPlan, summarizer: Summarizer
-) -> tuple[str, str]:
-    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`, `empty_summary`)."""
-    settings, model = job.settings, job.model
+) -> tuple[str, str, str | None]:
+    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`,
+    `empty_summary`); and the answer it was read from (None when there was none)."""
+    settings, model, memory = job.settings, job.model, job.memory is not None
     try:
         if job.use_transcript:
             prefix = job.working[: plan.split]
-            body = prompt.build_transcript_body(prefix, settings=settings, model=model)
+            body = prompt.build_transcript_body(
+                prefix, settings=settings, model=model, memory=memory
+            )
         elif job.prefix_body is None:
-            return "", "render"  # the prefix could not be rendered
+            return "", "render", None  # the prefix could not be rendered
         else:
-            body = prompt.build_summary_body(job.prefix_body, settings=settings, model=model)
+            body = prompt.build_summary_body(
+                job.prefix_body, settings=settings, model=model, memory=memory
+            )
     except Exception:
-        return "", "render"
+        return "", "render", None
     try:
         async with asyncio.timeout(settings.timeout_s):
             text = await summarizer.complete(body, api_key=job.api_key)
     except TimeoutError:
-        return "", "timeout"
+        return "", "timeout", None
     except Exception as exc:
         log.warning("summarizer failed: %s", type(exc).__name__)
-        return "", "summarizer"
+        return "", "summarizer", None
     summary = prompt.extract_summary(text or "")
-    return summary, "" if summary else "empty_summary"
+    return summary, "" if summary else "empty_summary", text or ""
 
 
 def compacted_history(
@@ -231,6 +250,12 @@ def compacted_history(
         source = list(job.client_history[:covers])
     preserved = decide.preserved_tool_content(source, settings=job.settings)
     return decide.splice_summary(job.working, plan, summary, preserved=preserved)
+
+
+def _learned(outcome: CompactionOutcome, learned: Learned) -> CompactionOutcome:
+    if not learned.outcome:
+        return outcome
+    return replace(outcome, memory=learned.outcome, facts_added=learned.added)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:

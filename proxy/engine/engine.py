@@ -72,8 +72,12 @@ class ContextEngine:
         stack = self._stacks[tenant]
         upstream = self._upstreams[stack.tenant.upstream]
         degraded = False
+        memory = stack.tenant.memory
+        shown = memory.enabled and stack.tenant.bootstrap.enabled  # facts are read to be shown
         try:
-            state = await self._sessions.load(tenant, session)
+            state = await self._sessions.load(
+                tenant, session, memory=memory.scope if shown else None
+            )
         except StoreUnavailable:
             state, degraded = SessionState(), True
         try:
@@ -234,4 +238,14 @@ def compaction_job(
         settings=settings,
         efficiency=last_compaction_efficiency(turn.state),
         forced=forced,
+        memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
+        known_facts=known_facts(turn),
     )
+
+
+def known_facts(turn: Turn) -> tuple[str, ...]:
+    """The memory the request's model already has: the workspace's memory files (their lines)
+    and the learned facts, which a compaction need not learn again."""
+    view = turn.workspace
+    texts = [*view.files.get("memory", ()), view.session_files.get("memory", "")]
+    return (*(line for text in texts for line in text.splitlines()), *turn.state.memory)

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from proxy.inbound.sse_write import sse_event
 from proxy.sse import SSEvent
 from proxy.types import JSON
 
@@ -75,8 +76,9 @@ def rescaled_event(event: SSEvent, scale: float) -> bytes:
         return event.raw
     if usage is message_usage(payload):  # nothing to rescale (output tokens only)
         return event.raw
-    head = f"event: {name}\n".encode() if name else b""
-    return head + b"data: " + orjson.dumps(new) + b"\n\n"
+    if name:
+        return sse_event(name, new)
+    return b"data: " + orjson.dumps(new) + b"\n\n"
 
 
 def message_usage(payload: JSON) -> Any:

@@ -17,8 +17,8 @@ before `message_stop`), in the API's own shape.
 from __future__ import annotations
 
 from proxy.inbound.client_usage import rescaled_event
-from proxy.inbound.messages_stream import sse_event
 from proxy.inbound.messages_usage import MessagesUsageWatcher
+from proxy.inbound.sse_write import sse_event
 from proxy.sse import SSEDecoder, SSEvent
 from proxy.usage import Usage
 

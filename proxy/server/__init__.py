@@ -18,6 +18,7 @@ Modules, in the order a request meets them:
                    stream, event by event
     passthrough    every other `/v1/*` path, untouched
     admin          health, readiness, metrics, persisted outputs, sessions and events views
+    memory_view    the learned facts of a tenant: shown, forgotten
     runner         serving on one socket, draining
     observe/       what a request did, told to the metrics and the events
 

@@ -19,11 +19,12 @@ from aiohttp import web
 
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
+from proxy.compaction.writeback import MemoryWriter
 from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
 from proxy.logs import redacted_url
 from proxy.ports import StateStore, WorkspaceSource
-from proxy.server import admin
+from proxy.server import admin, memory_view
 from proxy.server.appkeys import (
     ENGINE,
     HTTP,
@@ -103,6 +104,8 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
     app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)
     app.router.add_get("/v1/ctx/events", admin.list_events)
+    app.router.add_get("/v1/ctx/memory", memory_view.show_memory)
+    app.router.add_delete("/v1/ctx/memory", memory_view.forget_memory)
     app.router.add_route("*", "/v1/{tail:.*}", passthrough)
     return app
 
@@ -131,7 +134,8 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             for name, t in settings.tenants.items()
         }
         app[STORE] = services.store = store
-        compactor = Compactor(store=store, summarizers=summarizers)
+        memory = MemoryWriter(store, on_write=services.metrics.count_memory_write)
+        compactor = Compactor(store=store, summarizers=summarizers, memory=memory)
         memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
         app[ENGINE] = services.engine = ContextEngine(
             sessions=store,

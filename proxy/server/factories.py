@@ -33,7 +33,13 @@ def make_store(settings: Settings) -> StateStore:
             found = workspaces.get(tenant)
             return found / "sessions" if found is not None else None
 
-        return MemoryStore(session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir)
+        def facts_dir(tenant: str) -> Path | None:
+            found = workspaces.get(tenant)
+            return found / "memory" if found is not None else None
+
+        return MemoryStore(
+            session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir, facts_dir_for=facts_dir
+        )
     return RedisStore(
         store.url,
         key_prefix=store.key_prefix,

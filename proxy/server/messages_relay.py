@@ -32,8 +32,9 @@ from proxy.inbound.client_usage import rescaled_event, with_client_input
 from proxy.inbound.messages_errors import messages_error, messages_error_from_chat
 from proxy.inbound.messages_events import PassedEvents
 from proxy.inbound.messages_response import chat_response_to_messages
-from proxy.inbound.messages_stream import MessagesStreamTranslator, sse_event
+from proxy.inbound.messages_stream import MessagesStreamTranslator
 from proxy.inbound.messages_usage import usage_of_message
+from proxy.inbound.sse_write import sse_event
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
 from proxy.server.relay import (

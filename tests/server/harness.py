@@ -24,6 +24,7 @@ admin_keys = {admin_keys}
 [store]
 url = "{store_url}"
 key_prefix = "{key_prefix}"
+op_timeout_s = {store_op_timeout_s}
 
 [upstreams.fake]
 kind = "{upstream_kind}"
@@ -66,6 +67,7 @@ def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: 
         "admin_keys": "[]",
         "store_url": "memory://",
         "key_prefix": "ctxproxy:",
+        "store_op_timeout_s": 0.5,
         "cache_style": "openai",
         "first_byte_timeout_s": 30,
         "idle_timeout_s": 30,

@@ -21,6 +21,12 @@ class Keys:
     def output(self, tenant: str, output_id: str) -> str:
         return f"{self.prefix}{{{tenant}}}:output:{output_id}"
 
+    def memory(self, tenant: str, owner: str | None) -> str:
+        """Learned facts: the tenant's (`P{t}:memory`), or one session's (`P{t:s}:memory`)."""
+        if owner is None:
+            return f"{self.prefix}{{{tenant}}}:memory"
+        return self.session(tenant, owner, "memory")
+
     def sessions(self, tenant: str) -> str:
         return f"{self.prefix}{{{tenant}}}:sessions"
 

@@ -26,10 +26,12 @@ from proxy.adapters.redis.codec import (
     compaction_to_json,
     decode_hash,
 )
+from proxy.adapters.redis.facts import VERSION, RedisFacts
 from proxy.adapters.redis.keys import Keys
 from proxy.adapters.redis.pool import Command, open_pool, read_hash_reply, run_pipeline
 from proxy.errors import StoreUnavailable
 from proxy.logs import redacted_url
+from proxy.memory.ledger import Scope
 from proxy.types import JSON, SessionState, StoredCompaction
 
 MAX_CONNECTIONS = 64
@@ -76,6 +78,7 @@ class RedisStore:
         self._archive_max = archive_max
         self._fenced_save = self._redis.register_script(FENCED_SAVE)
         self._release = self._redis.register_script(RELEASE_LOCK)
+        self._facts = RedisFacts(self._redis, self._keys, self._breaker, session_ttl_s=self._ttl)
 
     @property
     def degraded(self) -> bool:
@@ -87,16 +90,32 @@ class RedisStore:
         except StoreUnavailable:
             return False
 
-    async def load(self, tenant: str, session: str) -> SessionState:
+    async def load(self, tenant: str, session: str, *, memory: Scope | None = None) -> SessionState:
         key = self._keys.session
-        commands = [("HGETALL", key(tenant, session, part)) for part in SESSION_HASHES]
+        commands: list[Command] = [("HGETALL", key(tenant, session, p)) for p in SESSION_HASHES]
+        facts = ""
+        if memory is not None:  # the facts' version only: they are cached while it holds
+            facts = self._facts.key(tenant, session if memory == "session" else None)
+            commands.append(("HGET", facts, VERSION))
         replies = await self._breaker.call(lambda: run_pipeline(self._pool, commands))
-        state, decisions, compactions = map(read_hash_reply, replies)
+        state, decisions, compactions = map(read_hash_reply, replies[:3])
         return SessionState(
             fields=decode_hash(state),
             decisions=decode_hash(decisions),
             compactions=tuple(compaction_from_json(v) for v in compactions.values()),
+            memory=await self._facts.current(facts, replies[3]) if facts else (),
         )
+
+    async def add_facts(
+        self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
+    ) -> int:
+        return await self._facts.add(tenant, owner, lines, max_lines=max_lines)
+
+    async def read_facts(self, tenant: str, owner: str | None) -> tuple[str, ...]:
+        return await self._facts.read(tenant, owner)
+
+    async def forget_facts(self, tenant: str, owner: str | None, pattern: str) -> int:
+        return await self._facts.forget(tenant, owner, pattern)
 
     async def record_turn(
         self,

@@ -82,8 +82,16 @@ def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
         "messages_out": str(len(trace.prepared.body.get("messages") or [])),
         "prepare_ms": _ms(trace.prepare_s),
     }
+    return _with_compaction(event, outcome)
+
+
+def _with_compaction(event: dict[str, str], outcome: CompactionOutcome) -> dict[str, str]:
+    """What the compaction covered, and the facts it learned (when it was asked for some)."""
     if outcome.compaction is not None:
         event["covers"] = str(outcome.compaction.covers)
+    if outcome.memory:
+        event["memory"] = outcome.memory
+        event["facts_added"] = str(outcome.facts_added)
     return event
 
 
@@ -157,6 +165,4 @@ def background_compaction_event(
         "background": "1",
         "messages_out": str(len(outcome.messages)),
     }
-    if outcome.compaction is not None:
-        event["covers"] = str(outcome.compaction.covers)
-    return event
+    return _with_compaction(event, outcome)

@@ -70,6 +70,10 @@ class Metrics:
         self.overflow_retries = count("overflow_retries", "Compact-and-retry on overflow.", t)
         self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
         self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
+        self.memory_writes = count(
+            "memory_writes", "Facts asked of compactions: written, duplicate, none, malformed, "
+            "no_answer, failed, timeout.", t, "outcome",
+        )  # fmt: skip
         self.store_degraded = self._families.gauge(
             "ctxproxy_store_degraded", "1 while the state store is unreachable."
         )
@@ -81,6 +85,10 @@ class Metrics:
 
     def _histogram(self, name: str, doc: str, *labels: str) -> Histogram:
         return self._families.histogram("ctxproxy_" + name, doc, *labels, bounds=LATENCY_BUCKETS)
+
+    def count_memory_write(self, tenant: str, outcome: str) -> None:
+        """One compaction's facts (`proxy.compaction.writeback`), background ones included."""
+        self.memory_writes.labels(tenant, outcome).value += 1
 
     def set_store_degraded(self, degraded: bool) -> None:
         """The store health gauge: 1 while the store is unreachable."""
