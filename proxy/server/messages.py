@@ -41,11 +41,11 @@ from proxy.inbound.messages_render import internal_to_messages
 from proxy.inbound.messages_request import messages_to_internal, request_problem
 from proxy.inbound.messages_session import messages_session_id
 from proxy.ports import Upstream, UpstreamReply
-from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
+from proxy.server.appkeys import SCOPE, Services, key_caller_of
 from proxy.server.body import KnownTools, scanned, with_usage_requested
 from proxy.server.chat import OVERFLOW_MARKERS, Forwarded, after, ctx_headers, traced
 from proxy.server.keepalive import KeepAlive
-from proxy.server.keys import Caller, bearer
+from proxy.server.keys import Caller
 from proxy.server.messages_relay import Passed, Translated, end_with_error, relay_messages
 from proxy.server.relay import with_ours
 from proxy.settings import TenantSettings
@@ -135,7 +135,7 @@ async def count_tokens(request: web.Request) -> web.Response:
 
 async def read_inbound(request: web.Request, services: Services) -> Inbound:
     """The caller, the checked body, its internal form, the session and the turn."""
-    caller, as_bearer = messages_caller_of(request)
+    caller, as_bearer = key_caller_of(request)
     body, marked = await read_messages_body(request, known=services.known_tools)
     tenant = services.settings.tenants[caller.tenant]
     hide = not tenant.messages_markers_stop_pruning
@@ -149,17 +149,6 @@ async def read_inbound(request: web.Request, services: Services) -> Inbound:
     turn = await engine.load_turn(caller.tenant, session, client, marked=marked)
     cap = services.settings.upstreams[tenant.upstream].max_output_tokens
     return Inbound(body, internal, carrier, caller, tenant, turn, as_bearer, cap)
-
-
-def messages_caller_of(request: web.Request) -> tuple[Caller, bool]:
-    """The caller by the key in `x-api-key` or, without one, `Authorization: Bearer`
-    (`Unauthorized`, `Forbidden` as on every model route); and whether it came as a bearer."""
-    scope = request[SCOPE]
-    key = request.headers.get("x-api-key")
-    if key and scope.caller is None:
-        scope.caller = scope.services.keyring.identify(f"Bearer {key}")
-    caller = tenant_caller_of(request)
-    return caller, not key and bearer(request.headers.get("Authorization")) is not None
 
 
 async def read_messages_body(

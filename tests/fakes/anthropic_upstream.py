@@ -1,5 +1,5 @@
 """A fake Anthropic Messages API: a real aiohttp app serving `POST /v1/messages`, JSON and SSE,
-and `POST /v1/messages/count_tokens`.
+`POST /v1/messages/count_tokens` and `GET /v1/models`.
 
 It checks each request the way the API does (`tests.fakes.anthropic_rules`; with the beta types
 when the request carries `anthropic-beta` or `?beta=true`) and answers with the API's own error
@@ -107,7 +107,18 @@ class FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._handle)
         app.router.add_post("/v1/messages/count_tokens", self._count)
+        app.router.add_get("/v1/models", self._models)
         return app
+
+    async def _models(self, request: web.Request) -> web.Response:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.received.append(Received({}, headers, request.path))
+        if headers.get("x-api-key") != self.api_key:
+            return api_error(401, "authentication_error", "invalid x-api-key")
+        model = {"type": "model", "id": "claude-sonnet-4-5", "display_name": "Claude Sonnet 4.5",
+                 "created_at": "2025-09-29T00:00:00Z"}  # fmt: skip
+        return web.json_response({"data": [model], "has_more": False, "first_id": model["id"],
+                                  "last_id": model["id"]})  # fmt: skip
 
     async def _received(self, request: web.Request) -> tuple[JSON, bool] | web.Response:
         """The request's body and whether it is a beta request, recorded; or the API's error."""

@@ -217,6 +217,19 @@ async def test_the_proxys_own_errors_are_anthropic_shaped(
     assert proxy.fake.received == []
 
 
+async def test_an_anthropic_clients_key_in_x_api_key_opens_the_other_routes_too(
+    make_messages_proxy: MakeMessagesProxy,
+) -> None:
+    proxy = await make_messages_proxy(tenant_extra=f'keys = ["{digest("sk-proxy")}"]\n')
+    async with aiohttp.ClientSession() as http:
+        for key, status in (("sk-proxy", 200), ("sk-wrong", 401)):
+            url = proxy.base_url + "/v1/models"
+            async with http.get(url, headers={"x-api-key": key}) as got:
+                assert got.status == status, await got.text()
+    assert [r.path for r in proxy.fake.received] == ["/v1/models"]  # the wrong key stopped here
+    assert proxy.fake.received[0].headers["x-api-key"] == "sk-ant-upstream"
+
+
 @pytest.mark.parametrize("as_bearer", [False, True])
 async def test_the_clients_key_goes_upstream_the_way_it_came(
     make_messages_proxy: MakeMessagesProxy, as_bearer: bool
