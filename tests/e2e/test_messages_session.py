@@ -12,6 +12,7 @@ import anthropic
 import pytest
 
 from proxy.server.appkeys import STORE
+from tests.e2e.agent import settled
 from tests.fakes.anthropic_upstream import text
 from tests.inbound.builders import tool_result, wire_problem
 from tests.server.messages_support import (
@@ -27,6 +28,7 @@ SUMMARY = "<analysis>facts</analysis><summary>Ada runs BLUEFIN on port 8421.</su
 CACHED = {"input_tokens": 100, "cache_read_input_tokens": 2500,
           "cache_creation_input_tokens": 100, "output_tokens": 5}  # fmt: skip
 UNCACHED = {"input_tokens": 100, "output_tokens": 5}
+EPHEMERAL = {"type": "ephemeral"}
 
 
 async def session(make_messages_proxy: MakeMessagesProxy, usage: dict[str, int]) -> Any:
@@ -105,3 +107,32 @@ async def test_tool_results_answer_their_calls_after_the_proxy_pruned_them(
     sent = proxy.fake.received[-1].body
     assert wire_problem(sent) is None
     assert sum("truncated, original" in json.dumps(m) for m in sent["messages"]) == 3
+
+
+async def test_pruning_decisions_are_replayed_and_new_ones_wait_for_a_cold_cache(
+    make_messages_proxy: MakeMessagesProxy,
+) -> None:
+    proxy = await make_messages_proxy()
+    history: list[dict[str, Any]] = [{"role": "user", "content": "read them"}]
+
+    def add_read(n: int) -> None:
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": {"n": n}}
+        history.append({"role": "assistant", "content": [call]})
+        result = tool_result(f"toolu_{n}", f"{n}" * 4000)
+        history.append({"role": "user", "content": [{**result, "cache_control": EPHEMERAL}]})
+
+    for n in range(4):
+        add_read(n)
+    client = proxy.client(default_headers={"X-Claude-Code-Session-Id": "sticky"})
+    async with client:
+        await client.messages.create(model="claude-x", max_tokens=5, messages=history)  # type: ignore[arg-type]
+        first = proxy.fake.received[-1].body["messages"]
+        await settled(proxy.app)
+        add_read(4)
+        history[-3]["content"][0].pop("cache_control")  # Claude Code's marker moves on
+        await client.messages.create(model="claude-x", max_tokens=5, messages=history)  # type: ignore[arg-type]
+    second = proxy.fake.received[-1].body["messages"]
+    assert second[:5] == first[:5]  # the two cut results, as cut the first time
+    assert "truncated, original" in json.dumps(second[2]) and "truncated" in json.dumps(second[4])
+    assert "truncated" not in json.dumps(second[6])  # due now, but the cache is warm: it waits
+    assert second[-1] == history[-1] and wire_problem(proxy.fake.received[-1].body) is None
