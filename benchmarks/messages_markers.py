@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -88,7 +89,10 @@ async def proxied(tmp: Path, fake: FakeLLM, clock: SimClock,
             yield f"{base}/v1/messages", None
             return
         config = tmp / "ctxproxy.toml"
-        config.write_text(TOML.format(base=base, workspace=WORKSPACE, extra=extra))
+        workspace = tmp / "ws"  # a copy: the embedded store archives into sessions/
+        if not workspace.exists():
+            shutil.copytree(WORKSPACE, workspace)
+        config.write_text(TOML.format(base=base, workspace=workspace, extra=extra))
         settings = load_settings(config, environ={"BENCH_UPSTREAM_KEY": "sk-fake"})
         app = create_app(settings, Ports(clock=clock))
         async with serving(app) as proxy:

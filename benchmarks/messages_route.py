@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import statistics
 import time
 from collections.abc import Iterator
@@ -84,8 +85,10 @@ def serving(tmp: Path) -> Iterator[tuple[str, list[int]]]:
     upstream = [PYTHON, "-m", "benchmarks.upstream", "--port", str(up_port)]
     with running(upstream, port=up_port, log=tmp / "upstream.log"):
         config = tmp / "ctxproxy.toml"
+        workspace = tmp / "ws"  # a copy: the embedded store would archive into sessions/
+        shutil.copytree(WORKSPACE, workspace)
         config.write_text(TOML.format(port=port, base=f"http://127.0.0.1:{up_port}",
-                                      workspace=WORKSPACE, openai=digest(KEYS["openai"]),
+                                      workspace=workspace, openai=digest(KEYS["openai"]),
                                       anthropic=digest(KEYS["anthropic"])))
         argv = [PYTHON, "-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
         env = {"BENCH_UPSTREAM_KEY": "sk-fake"}
