@@ -6,6 +6,9 @@ summary. Every request is checked for validity (`benchmarks.validity`) and recor
 An optional `cache` model (`proxy.cost.cachesim`, on the fake's `clock`) decides how many prompt
 tokens were read from the cache and written to it; the answer reports them as ctxproxy's Anthropic
 translation does (`prompt_tokens_details.cached_tokens`, `cache_creation_input_tokens`).
+`POST /v1/messages` does the same in the Anthropic Messages API's shapes (prompt = its `system`,
+`messages` and `tools`; usage split into input and cache-read tokens), for the Messages route's
+replays (`benchmarks.messages_markers`); its requests are not checked.
 """
 
 from __future__ import annotations
@@ -57,7 +60,27 @@ class FakeLLM:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.messages)
         return app
+
+    async def messages(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        summary = is_summary_call(body)
+        as_chat = {"tools": body.get("tools"), "messages": [
+            {"role": "system", "content": _blocks(body.get("system"))}, *body["messages"]]}
+        tokens = prompt_tokens(as_chat)
+        used = self.cache.serve(as_chat, now=self.clock()) if self.cache else CacheUse()
+        cached = min(used.read, tokens)
+        written = min(used.written, tokens - cached)
+        self.seen.append(Seen(tokens, cached, summary, "", written,
+                              min(used.written_1h, written), used.prompt))
+        return web.json_response({
+            "id": "msg_replay", "type": "message", "role": "assistant",
+            "model": body.get("model", "m"), "stop_reason": "end_turn", "stop_sequence": None,
+            "content": [{"type": "text", "text": self.summary_text if summary else "ok"}],
+            "usage": {"input_tokens": tokens - cached - written, "cache_read_input_tokens": cached,
+                      "cache_creation_input_tokens": written, "output_tokens": 5},
+        })
 
     async def chat(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
@@ -84,6 +107,12 @@ class FakeLLM:
                       "prompt_tokens_details": {"cached_tokens": cached},
                       "cache_creation_input_tokens": written},
         })
+
+
+def _blocks(system: Any) -> list[Any]:
+    if isinstance(system, str):
+        return [{"type": "text", "text": system}] if system else []
+    return list(system or [])
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:

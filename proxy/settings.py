@@ -194,6 +194,9 @@ class UpstreamSettings:
     session's previous message id as `diagnostics.previous_message_id`); its reason is recorded
     beside ctxproxy's. OpenAI's chat completions have no such option."""
     default_max_tokens: int = 4096
+    max_output_tokens: int | None = None
+    """The most output tokens a Messages client's request may ask an OpenAI-compatible upstream
+    for: a larger `max_tokens` (Claude Code asks for 32,000) is lowered to it. None: as asked."""
     name: str = ""
     api_key: str | None = field(default=None, repr=False)
     """Resolved from `api_key_env` at load time; never logged (repr=False)."""
@@ -201,6 +204,8 @@ class UpstreamSettings:
     def __post_init__(self) -> None:
         if self.api == "responses" and self.kind != "openai":
             raise InvalidSetting("api", '"responses" is for kind = "openai" only')
+        if self.max_output_tokens is not None and self.max_output_tokens < 1:
+            raise InvalidSetting("max_output_tokens", "must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,15 +217,23 @@ class TenantSettings:
     """The bootstrap files' folder (and the embedded store's archive); None: nothing added."""
     upstream: str = "openai"
     model_window: int | None = None
+    report_usage: Literal["upstream", "client"] = "upstream"
+    """The usage an answer in an inbound API's own shape (Messages, Responses) reports.
+    `upstream`: as the upstream reported it (what is billed); `client`: input tokens scaled to
+    the client's full history (a client that compacts by its own usage figures then still
+    does)."""
+    messages_markers_stop_pruning: bool = False
+    """`/v1/messages`: whether the client's `cache_control` markers on messages keep pruning
+    off everything before the last one, as a chat client's do. Claude Code marks its newest
+    turn on every request, so `True` means no pruning for it; `False` keeps its markers where
+    it put them and lets older tool results be pruned by pruning's own rules (sticky decisions,
+    taken once the cache has gone cold by default)."""
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     prune: PruneSettings = field(default_factory=PruneSettings)
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
-    report_usage: Literal["upstream", "client"] = "upstream"
-    """The usage an answer in an inbound API's own shape reports: the upstream's, or input
-    tokens scaled to the client's full history (`client`)."""
 
 
 @dataclass(frozen=True, slots=True)

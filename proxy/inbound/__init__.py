@@ -11,7 +11,9 @@ Shared: splice (pairing, re-rendering a changed message), sse_write (one SSE eve
 A Messages request meets: messages_session (its session id) → messages_request (body → internal
 body + `Carrier`; blocks, carrier) → [the pipeline] → messages_render and messages_turns (an
 Anthropic upstream's body) or chat_request; back: messages_response and messages_stream (an
-OpenAI upstream's answer → Messages), messages_usage, messages_errors (Anthropic's shape).
+OpenAI upstream's answer → Messages), messages_events (an Anthropic upstream's stream passed on
+whole events at a time), messages_usage, client_usage (usage rescaled to the client's history),
+messages_errors (Anthropic's shape).
 
 A Responses request meets: responses_session (Codex's headers) → responses_previous
 (`previous_response_id` expanded) → compaction_handle and responses_compaction (the signed

@@ -5,7 +5,9 @@ The internal body already is a chat-completions request; two things are done for
   unless `keep_markers` (an upstream with `cache_style = "anthropic"`, a gateway passing them
   to Claude, takes them);
 - a content that is only plain text parts is sent as one string, its parts joined by newlines:
-  some OpenAI-compatible servers take a list of parts for user messages only.
+  some OpenAI-compatible servers take a list of parts for user messages only;
+- with `max_output_tokens`, a larger `max_completion_tokens` is lowered to it (a Messages client
+  may ask for more than the model can write: Claude Code asks for 32,000).
 Everything else goes as it is. `estimate_input_tokens` is the count a `count_tokens` request
 gets when the upstream cannot count (characters of the messages and tools / 4).
 """
@@ -22,9 +24,14 @@ from proxy.types import JSON, Message
 CHARS_PER_TOKEN = 4
 
 
-def chat_request(chat_body: JSON, *, keep_markers: bool = False) -> JSON:
+def chat_request(
+    chat_body: JSON, *, keep_markers: bool = False, max_output_tokens: int | None = None
+) -> JSON:
     """The upstream request for `chat_body` (see the module docstring); input not mutated."""
     out = dict(chat_body)
+    asked = out.get("max_completion_tokens")
+    if max_output_tokens is not None and type(asked) is int and asked > max_output_tokens:
+        out["max_completion_tokens"] = max_output_tokens
     if not keep_markers:
         out.pop(MARKER, None)
     if isinstance(out.get("messages"), list):

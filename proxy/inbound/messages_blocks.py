@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 from proxy.translate.anthropic_blocks import part_block, tool_use_block
 from proxy.types import JSON
 
@@ -69,7 +71,7 @@ def _document_part(block: JSON) -> JSON | None:
 
 def tool_call_of(block: JSON) -> JSON:
     """A `tool_use` block → a chat tool call; its `cache_control` rides on the call."""
-    arguments = json.dumps(block.get("input", {}), ensure_ascii=False, separators=(",", ":"))
+    arguments = compact_json(block.get("input", {}))
     call: JSON = {
         "id": block.get("id", ""),
         "type": "function",
@@ -78,6 +80,15 @@ def tool_call_of(block: JSON) -> JSON:
     if block.get(MARKER) is not None:
         call[MARKER] = block[MARKER]
     return call
+
+
+def compact_json(value: Any) -> str:
+    """`value` as compact JSON text, non-ASCII as is. orjson where it can (an integer beyond 64
+    bits or a lone surrogate it refuses: the standard library then)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def block_of(part: Any) -> JSON | None:

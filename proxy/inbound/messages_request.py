@@ -33,10 +33,9 @@ and tool inputs are shared: stages never mutate, STYLE rule 3).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from proxy.inbound.messages_blocks import MARKER, part_of, tool_call_of, without_marker
+from proxy.inbound.messages_blocks import MARKER, part_of, tool_call_of
 from proxy.inbound.messages_carrier import SYSTEM, Carrier, Origin
 from proxy.types import JSON, Message
 
@@ -67,7 +66,7 @@ def messages_to_internal(body: JSON, *, hide_message_markers: bool = False) -> t
     for index, message in enumerate(body.get("messages") or ()):
         for origin in _message_origins(index, message):
             if hide_message_markers:
-                origin = replace(origin, internal=_unmarked(origin.internal))
+                _unmark(origin.internal)
             origins.append(origin)
             messages.append(origin.internal)
     internal: JSON = {"model": body["model"]} if "model" in body else {}
@@ -83,14 +82,16 @@ def messages_to_internal(body: JSON, *, hide_message_markers: bool = False) -> t
     return internal, carrier
 
 
-def _unmarked(message: Message) -> Message:
-    """`message` without `cache_control` on it, its parts or its tool calls."""
-    out: Message = without_marker(message)
-    if isinstance(out.get("content"), list):
-        out = {**out, "content": [without_marker(part) for part in out["content"]]}
-    if isinstance(out.get("tool_calls"), list):
-        out = {**out, "tool_calls": [without_marker(call) for call in out["tool_calls"]]}
-    return out
+def _unmark(message: Message) -> None:
+    """Remove `cache_control` from an internal message built here (never the client's: it, its
+    content list, parts and tool calls are new objects), its parts and its tool calls."""
+    message.pop(MARKER, None)
+    for key in ("content", "tool_calls"):
+        items = message.get(key)
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, dict):
+                    item.pop(MARKER, None)
 
 
 def _system_origin(system: Any) -> Origin | None:

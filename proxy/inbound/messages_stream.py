@@ -19,7 +19,7 @@ Feed the upstream's bytes as they arrive (`feed`); each call returns the bytes t
 Argument fragments of a call whose block is already closed (an upstream interleaving parallel
 calls) are still sent, with that call's block index: clients accumulate by index. Reasoning
 deltas are not passed on (see `proxy.inbound.messages_response`). After the end `done` is true
-and further input gives nothing.
+and further input gives nothing; `failed` tells an end by an error event from a whole answer.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class MessagesStreamTranslator:
     def __init__(self, *, model: str) -> None:
         self.model = model
         self.done = False
+        self.failed = False
         self._decoder = SSEDecoder()
         self._id = ""
         self._started = False
@@ -81,7 +82,7 @@ class MessagesStreamTranslator:
         """An in-band `error` event ending the stream (an idle gap, a lost connection)."""
         if self.done:
             return b""
-        self.done = True
+        self.done = self.failed = True
         return sse_event(
             "error", {"type": "error", "error": {"type": error_type, "message": message}}
         )

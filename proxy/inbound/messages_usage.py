@@ -7,7 +7,8 @@ creation + cache read (the whole prompt, `proxy.translate.anthropic_response.cha
     MessagesUsageWatcher        a relayed event stream: fed the bytes as they pass (the relay
                                 forwards them untouched), it reads `message_start`'s usage and
                                 lets each `message_delta`'s counters replace it (they are
-                                cumulative); no other event is parsed
+                                cumulative); no other event is parsed. `see(event)` takes
+                                one event decoded by the caller
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from proxy.sse import SSEDecoder
+from proxy.sse import SSEDecoder, SSEvent
 from proxy.translate.anthropic_response import chat_usage
 from proxy.types import JSON
 from proxy.usage import Usage, usage_from
@@ -47,11 +48,15 @@ class MessagesUsageWatcher:
 
     def feed(self, chunk: bytes) -> None:
         for event in self._decoder.feed(chunk):
-            if event.event and event.event not in USAGE_EVENTS:
-                continue  # content deltas: most of a stream, never parsed
-            if not event.event and '"message_' not in event.data[:64]:
-                continue
-            self._take(event.data)
+            self.see(event)
+
+    def see(self, event: SSEvent) -> None:
+        """Take one decoded event (a caller decoding the stream itself)."""
+        if event.event and event.event not in USAGE_EVENTS:
+            return  # content deltas: most of a stream, never parsed
+        if not event.event and '"message_' not in event.data[:64]:
+            return
+        self._take(event.data)
 
     def _take(self, data: str) -> None:
         try:

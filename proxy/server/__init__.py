@@ -9,6 +9,9 @@ Modules, in the order a request meets them:
     keys           bearer tokens → tenants
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry), relay, after-work
+    messages       `POST /v1/messages` and `/v1/messages/count_tokens` (the Anthropic Messages
+                   API inbound), the same steps over `proxy.inbound`'s internal form;
+                   messages_relay: its answers, relayed (Anthropic upstream) or translated
     body           reading and checking a chat body in one walk
     responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
                    responses, handles), _compact (the compaction contract), _relay, _streams
@@ -18,11 +21,10 @@ Modules, in the order a request meets them:
     passthrough    every other `/v1/*` path, untouched
     admin          health, readiness, metrics, persisted outputs, sessions and events views
     memory_view    the learned facts of a tenant: shown, forgotten
-    runner         serving on one socket, draining
-    workers        `serve --workers N`: a parent forking N workers on one socket
+    runner         serving on one socket, draining; workers: `serve --workers N`, one socket
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its
+An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
 request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
 (recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
 concrete adapters.

@@ -51,6 +51,7 @@ from proxy.server.factories import (
     make_workspace,
 )
 from proxy.server.keys import KeyRing
+from proxy.server.messages import count_tokens, messages
 from proxy.server.middlewares import error_boundary, stamp_ids
 from proxy.server.observe.bill import Biller
 from proxy.server.observe.events import EventEmitter
@@ -113,6 +114,8 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_post("/chat/completions", chat_completions)
     app.router.add_post("/v1/responses", create_response)
     app.router.add_post("/v1/responses/compact", compact_endpoint)
+    app.router.add_post("/v1/messages", messages)
+    app.router.add_post("/v1/messages/count_tokens", count_tokens)
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)
     app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
     app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)

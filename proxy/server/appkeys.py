@@ -15,7 +15,7 @@ from proxy.engine.engine import ContextEngine
 from proxy.errors import Forbidden
 from proxy.ports import ResponsesUpstream, StateStore, Upstream
 from proxy.server.body import KnownTools
-from proxy.server.keys import Caller, KeyRing
+from proxy.server.keys import Caller, KeyRing, bearer
 from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 from proxy.usage import Usage
@@ -155,3 +155,15 @@ def tenant_caller_of(request: web.Request) -> Caller:
             code="admin_key_on_model_route",
         )
     return caller
+
+
+def key_caller_of(request: web.Request) -> tuple[Caller, bool]:
+    """`tenant_caller_of` for a route an Anthropic client calls: the key in `x-api-key` (the
+    Anthropic API's header) or, without one, `Authorization: Bearer`; and whether it came as a
+    bearer (a login token goes on that way)."""
+    scope = request[SCOPE]
+    key = request.headers.get("x-api-key")
+    if key and scope.caller is None:
+        scope.caller = scope.services.keyring.identify(f"Bearer {key}")
+    caller = tenant_caller_of(request)
+    return caller, not key and bearer(request.headers.get("Authorization")) is not None

@@ -1,6 +1,7 @@
 """HTTP concerns only: a request id, a bound on header size, a request that looped back to this
 proxy refused (508, `proxy.adapters.upstream.headers.came_back`), and one error boundary rendering
-OpenAI-shaped errors, counting each request and writing its access line."""
+OpenAI-shaped errors (Anthropic-shaped on the Messages API's paths, `/v1/messages…`), counting
+each request and writing its access line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import itertools
 import logging
 import secrets
 import time
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -15,6 +17,7 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from proxy.adapters.upstream.headers import VIA, came_back
 from proxy.errors import BodyTooLarge, CtxProxyError, LoopDetected, error_body
+from proxy.inbound.messages_errors import messages_error
 from proxy.logs import LOG_REQUEST_ID
 from proxy.server.access import log_access
 from proxy.server.appkeys import SCOPE, RequestScope, Services, caller_of
@@ -107,31 +110,33 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     raw = request.raw_headers  # (name, value) pairs: their bytes summed in C, 4 per line more
     if sum(map(len, itertools.chain.from_iterable(raw))) + 4 * len(raw) > MAX_HEADER_BYTES:
         body = error_body("Request headers are too large.", "invalid_request_error")
-        return _error(431, body)
+        return _error(request, 431, body)
     if VIA in request.headers and came_back(request.headers, request[SCOPE].services.instance):
         where = request.method, request.path
         log.warning("%s %s came back to this proxy: its upstream leads to itself", *where)
-        return _error(508, LoopDetected(LOOP_MESSAGE).to_body())
+        return _error(request, 508, LoopDetected(LOOP_MESSAGE).to_body())
     try:
         return await handler(request)
     except CtxProxyError as exc:
         log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc.error_type)
-        return _error(exc.status, exc.to_body())
+        return _error(request, exc.status, exc.to_body())
     except RequestPayloadError as exc:  # a body aiohttp could not decode (or a cut one)
         fault = client_fault(exc)
         reason = reason_of(fault) if fault is not None else "the body ended early"
         log.warning("%s %s -> 400 unreadable body: %s", request.method, request.path,
                     type(fault or exc).__name__)  # fmt: skip
         body = error_body(f"The request body could not be read: {reason}.", "invalid_request_error")
-        return _error(400, body)
+        return _error(request, 400, body)
     except web.HTTPRequestEntityTooLarge:
         exc2 = BodyTooLarge("Request body is larger than the proxy's max_body_bytes.")
-        return _error(413, exc2.to_body())
+        return _error(request, 413, exc2.to_body())
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         code = "not_found" if exc.status == 404 else None
-        return _error(exc.status, error_body(exc.reason, "invalid_request_error", code=code))
+        return _error(
+            request, exc.status, error_body(exc.reason, "invalid_request_error", code=code)
+        )
     except Exception as exc:
         if isinstance(exc, ClientGone) or (
             isinstance(exc, CLIENT_WRITE_ERRORS) and request.transport is None
@@ -140,7 +145,7 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
             request[SCOPE].client_left = True
             return web.Response(status=499)
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return _error(500, error_body("Internal proxy error.", "server_error"))
+        return _error(request, 500, error_body("Internal proxy error.", "server_error"))
 
 
 LOOP_MESSAGE = (
@@ -149,5 +154,14 @@ LOOP_MESSAGE = (
 )
 
 
-def _error(status: int, body: dict[str, object]) -> web.Response:
+MESSAGES_PATHS = "/v1/messages"
+"""Paths of the Messages API (`proxy.server.messages`, and the pass-through beyond it): its
+clients read errors in Anthropic's shape."""
+
+
+def _error(request: web.Request, status: int, body: dict[str, Any]) -> web.Response:
+    """The error answer: `body` (OpenAI-shaped) as it is, or in Anthropic's shape and with
+    Anthropic's error type for its status on the Messages API's paths."""
+    if request.path.startswith(MESSAGES_PATHS):
+        status, body = messages_error(status, str(body["error"]["message"]))
     return web.json_response(body, status=status)

@@ -24,7 +24,7 @@ from yarl import URL
 from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
 from proxy.adapters.upstream.transport import CUT_ERRORS, iter_body, open_response, timeouts_of
 from proxy.errors import BadRequest
-from proxy.server.appkeys import HTTP, SCOPE, SERVICES, SETTINGS, tenant_caller_of
+from proxy.server.appkeys import HTTP, SCOPE, SERVICES, SETTINGS, key_caller_of
 from proxy.server.relay import ClientGone, start_client_response, write_to_client
 from proxy.settings import UpstreamSettings
 
@@ -70,7 +70,7 @@ def upstream_url(upstream: UpstreamSettings, tail: str, query: str) -> URL:
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS]
-    caller = tenant_caller_of(request)
+    caller, _ = key_caller_of(request)  # an Anthropic client's key comes as x-api-key
     raw_path = request.rel_url.raw_path
     try:
         tail = checked_tail(raw_path)

@@ -4,7 +4,10 @@
 `MessageCreateParams` types (unknown keys rejected), `max_tokens` present, first message `user`,
 roles alternating, non-empty content, every `tool_use` answered by `tool_result` blocks at the
 start of the next user message (and no stray `tool_result`), at most 4 `cache_control` blocks,
-the thinking budget and its sampling limits.
+the thinking budget and its sampling limits. With `beta` (a request carrying `anthropic-beta`):
+the SDK's beta request types (`context_management`, `mcp_servers`, …), sampling parameters
+accepted (the installed SDK no longer lists them; the API takes them for older models) and tool
+schemas free-form.
 """
 
 from __future__ import annotations
@@ -12,16 +15,26 @@ from __future__ import annotations
 from typing import Any
 
 import pydantic
+from anthropic.types.beta.message_create_params import (
+    MessageCreateParamsNonStreaming as BetaMessageCreateParamsNonStreaming,
+)
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 JSON = dict[str, Any]
 _PARAMS = pydantic.TypeAdapter(MessageCreateParamsNonStreaming)
+_BETA_PARAMS = pydantic.TypeAdapter(BetaMessageCreateParamsNonStreaming)
+SAMPLING = ("temperature", "top_p", "top_k")
 
 
-def sdk_problem(body: JSON) -> str | None:
+def sdk_problem(body: JSON, *, beta: bool = False) -> str | None:
     """What the SDK's request types reject in `body` (unknown keys included), or None."""
+    if beta:
+        body = {k: v for k, v in body.items() if k not in SAMPLING}
+        if isinstance(body.get("tools"), list):
+            body["tools"] = [_schema_free(tool) for tool in body["tools"]]
+    params = _BETA_PARAMS if beta else _PARAMS
     try:
-        validated = _force(_PARAMS.validate_python({**body, "stream": False}))
+        validated = _force(params.validate_python({**body, "stream": False}))
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
@@ -29,6 +42,12 @@ def sdk_problem(body: JSON) -> str | None:
         unknown = sorted(set(body) - set(validated) - {"stream"})
         return f"{unknown[0] if unknown else 'body'}: Extra inputs are not permitted"
     return None
+
+
+def _schema_free(tool: Any) -> Any:
+    if isinstance(tool, dict) and isinstance(tool.get("input_schema"), dict):
+        return {**tool, "input_schema": {"type": "object"}}
+    return tool
 
 
 def _force(value: Any) -> Any:
@@ -40,12 +59,12 @@ def _force(value: Any) -> Any:
     return [_force(v) for v in value]
 
 
-def request_problem(body: JSON) -> str | None:
+def request_problem(body: JSON, *, beta: bool = False) -> str | None:
     """The API's 400 message for `body`, or None when the request is acceptable."""
     if "max_tokens" not in body:
         return "max_tokens: Field required"
     return (
-        sdk_problem(body)
+        sdk_problem(body, beta=beta)
         or _turn_problem(body.get("messages") or [])
         or _tool_pairing_problem(body.get("messages") or [])
         or _cache_control_problem(body)

@@ -2,7 +2,8 @@
 
 It records what it received and answers from a script of `Reply` objects (then `default`), on
 `/v1/chat/completions` and on `/v1/responses` (the Responses API: a Response, or its events;
-`tests.fakes.responses_upstream`).
+`tests.fakes.responses_upstream`); a reply's tool calls are streamed too (each call's id and
+name, then its arguments in pieces).
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
 answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
 and recorded in `summary_requests` as well.
@@ -144,7 +145,10 @@ class FakeOpenAI:
             chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
             await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
             await asyncio.sleep(reply.chunk_delay_s)
-        final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        for chunk in _tool_call_chunks(base, reply.tool_calls or []):
+            await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         await response.write(b"data: " + orjson.dumps(final) + b"\n\n")
         if include_usage:
             usage_chunk = {
@@ -234,6 +238,21 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(body, reply),
     }
+
+
+def _tool_call_chunks(base: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stream chunks of `calls`: each call's id and name first, its arguments in two pieces."""
+    chunks = []
+    for index, call in enumerate(calls):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        function = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        head = {"index": index, "id": call["id"], "type": "function", "function": function}
+        tail = {"index": index, "function": {"arguments": arguments[half:]}}
+        for delta in (head, tail):
+            choice = {"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}
+            chunks.append({**base, "choices": [choice]})
+    return chunks
 
 
 def _split(text: str, parts: int) -> list[str]:

@@ -128,3 +128,11 @@ def test_translated_requests_keep_every_text_tool_call_and_result(sent: dict[str
     assert all(b["text"] in texts for b in blocks if b["type"] == "text")
     shape = {k: request[k] for k in ("messages", "tools") if k in request}  # params: as sent
     assert chat_problem({**shape, "model": "m"}) is None
+
+
+def test_max_output_tokens_lowers_a_larger_ask_and_leaves_a_smaller_one() -> None:
+    body = {"model": "m", "messages": [], "max_completion_tokens": 32000}
+    assert chat_request(body, max_output_tokens=16384)["max_completion_tokens"] == 16384
+    assert chat_request(body, max_output_tokens=64000)["max_completion_tokens"] == 32000
+    assert chat_request(body)["max_completion_tokens"] == 32000
+    assert body["max_completion_tokens"] == 32000

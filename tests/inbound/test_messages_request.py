@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -206,13 +207,20 @@ def test_without_custom_tools_no_tools_and_no_tool_choice_are_sent() -> None:
     assert "tools" not in converted and "tool_choice" not in converted
 
 
+@pytest.mark.parametrize("hide", [False, True])
 @pytest.mark.parametrize("name", fixture_names())
-def test_fixtures_convert_without_touching_the_input_into_valid_chat_requests(name: str) -> None:
+def test_fixtures_convert_without_touching_the_input_into_valid_chat_requests(
+    name: str, hide: bool
+) -> None:
     sent = fixture(name)["body"]
     kept = copy.deepcopy(sent)
-    internal, _ = messages_to_internal(sent)
+    internal, carrier = messages_to_internal(sent, hide_message_markers=hide)
     assert sent == kept
     assert chat_problem(chat_request(internal)) is None
+    if hide:  # the markers are gone from the messages and their items
+        history = internal["messages"][1 if carrier.system else 0 :]
+        assert "cache_control" not in json.dumps(history)
+        assert [o.internal for o in carrier.origins] == history
 
 
 def test_thinking_is_not_in_the_internal_form() -> None:

@@ -218,3 +218,13 @@ def test_usage_is_read_as_it_passes() -> None:
     translator.feed(b"".join(TOOL_STREAM))
     usage = translator.usage
     assert usage is not None and (usage.prompt_tokens, usage.cached_tokens) == (900, 800)
+
+
+def test_failed_tells_an_error_end_from_a_whole_answer() -> None:
+    whole = MessagesStreamTranslator(model="m")
+    whole.feed(chunk({"content": "hi"}) + chunk({}, "stop") + b"data: [DONE]\n\n")
+    assert whole.done and not whole.failed
+    short = MessagesStreamTranslator(model="m")
+    short.feed(chunk({"content": "hal"}))
+    short.finish()
+    assert short.done and short.failed

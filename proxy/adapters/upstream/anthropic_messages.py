@@ -11,6 +11,10 @@ single retry before the first byte, no redirects followed). The answer comes bac
     200, streamed      → `chat.completion.chunk` SSE bytes, translated as events arrive
     any other status   → an OpenAI-shaped error body, the status and `Retry-After` kept
 
+`send_messages` is the other door, for a Messages client (`proxy.server.messages`): a Messages
+body sent to `/v1/messages` (or `/v1/messages/count_tokens`) as it is, the client's headers with
+it, and the answer back untouched: status, headers, JSON or event-stream bytes as they arrive.
+
 Failures before the answer are the transport's (`UpstreamUnreachable`, `UpstreamTimeout`). The
 stream is translated one upstream read at a time (`SSEDecoder` → `AnthropicStreamTranslator`),
 never buffered whole; once it has started, every failure ends it with an in-band error event: an
@@ -25,7 +29,12 @@ from collections.abc import AsyncGenerator, Mapping
 import aiohttp
 import orjson
 
-from proxy.adapters.upstream.headers import VIA, via_chain
+from proxy.adapters.upstream.headers import (
+    VIA,
+    client_response_headers,
+    upstream_request_headers,
+    via_chain,
+)
 from proxy.adapters.upstream.transport import (
     Timeouts,
     UpstreamIdle,
@@ -116,6 +125,57 @@ class AnthropicUpstream:
             await release(response)
         reply = _body_reply(response, payload, model=str(body.get("model", "")))
         return reply._replace(sent_bytes=len(data))
+
+    async def send_messages(
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        as_bearer: bool = False,
+        endpoint: str = "messages",
+        query: str = "",
+    ) -> UpstreamReply:
+        """POST a Messages body to `/v1/{endpoint}` (`messages` or `messages/count_tokens`)
+        with `query`, and return the answer untouched: a 200 event stream as its bytes arrive,
+        anything else read whole. The client's headers go along (hop-by-hop, credentials and
+        `X-Ctx-*` dropped), `anthropic-version` defaulting to ours; `api_key` (else the
+        configured key) as `x-api-key`, or as `Authorization: Bearer` with `as_bearer` (an
+        OAuth token, which the client sent that way)."""
+        out = upstream_request_headers(headers, rebuilt_body=True, via=self._via)
+        out["Content-Type"] = "application/json"
+        out.setdefault("anthropic-version", self._version)
+        key = api_key or self._api_key
+        if key and as_bearer and api_key:
+            out["Authorization"] = f"Bearer {key}"
+        elif key:
+            out["x-api-key"] = key
+        data = orjson.dumps(body)
+        url = self._url.removesuffix("/messages") + f"/{endpoint}" + (f"?{query}" if query else "")
+        stream = endpoint == "messages" and body.get("stream") is True
+        response = await open_response(
+            self._session,
+            "POST",
+            url,
+            headers=out,
+            data=data,
+            timeouts=self._timeouts,
+            whole_call=not stream,
+        )
+        relayed = client_response_headers(response.headers, decoded_body=True)
+        if stream and response.status == 200:
+            events = iter_body(response, idle_s=self._timeouts.idle_s)
+
+            async def release_stream() -> None:
+                await events.aclose()
+                await release(response)
+
+            return UpstreamReply(200, relayed, None, events, release_stream, len(data))
+        try:
+            answer = await read_body(response)
+        finally:
+            await release(response)
+        return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
 
     def _stream_reply(self, response: aiohttp.ClientResponse, body: JSON) -> UpstreamReply:
         options = body.get("stream_options") or {}

@@ -1,0 +1,263 @@
+"""`POST /v1/messages` and `POST /v1/messages/count_tokens`: the Anthropic Messages API inbound.
+
+Top to bottom, as `proxy.server.chat` does it: the caller (its key in `x-api-key`, or a bearer),
+the body (`proxy.inbound.messages_request` checks what the conversion needs), the internal form
+and its carrier, the session (`proxy.inbound.messages_session`, else derived), the turn, prepare
+and send (compact and send again, once, when the upstream says the prompt is too long), relay
+(`proxy.server.messages_relay`), and record in the background. Per upstream kind:
+
+    anthropic   the prepared internal body rendered around what the client sent
+                (`proxy.inbound.messages_render`: what no stage changed goes as sent), to
+                `/v1/messages` with the client's headers and query (`?beta=true`); the answer
+                comes back untouched
+    openai      the prepared internal body as a chat request (`proxy.inbound.chat_request`);
+                the answer is translated to the Messages API's (JSON, events, errors)
+
+The client's `cache_control` markers on messages stay out of the stages unless the tenant sets
+`messages_markers_stop_pruning` (`TenantSettings`): they come back on their blocks as sent, and
+pruning may act on a client that marks its newest turn on every request. The proxy's own errors
+are Anthropic-shaped (the error boundary, by path); an Anthropic upstream's pass through as they
+came. `count_tokens` prepares the request the same way and counts what would be sent.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import orjson
+from aiohttp import web
+
+from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
+from proxy.engine.engine import ContextEngine
+from proxy.engine.pipeline import draft_from_body
+from proxy.engine.prepared import Prepared
+from proxy.errors import BadRequest, CtxProxyError
+from proxy.exact_json import loads_exact
+from proxy.inbound.chat_request import chat_request, estimate_input_tokens
+from proxy.inbound.client_usage import prompt_chars, usage_scale, with_client_input
+from proxy.inbound.messages_carrier import Carrier
+from proxy.inbound.messages_render import internal_to_messages
+from proxy.inbound.messages_request import messages_to_internal, request_problem
+from proxy.inbound.messages_session import messages_session_id
+from proxy.ports import Upstream, UpstreamReply
+from proxy.server.appkeys import SCOPE, Services, key_caller_of
+from proxy.server.body import KnownTools, scanned, with_usage_requested
+from proxy.server.chat import OVERFLOW_MARKERS, Forwarded, after, ctx_headers, traced
+from proxy.server.keepalive import KeepAlive
+from proxy.server.keys import Caller
+from proxy.server.messages_relay import Passed, Translated, end_with_error, relay_messages
+from proxy.server.relay import with_ours
+from proxy.settings import TenantSettings
+from proxy.types import JSON, Turn
+
+COUNT_ENDPOINT = "messages/count_tokens"
+
+
+class Inbound(NamedTuple):
+    """One Messages request, read: the client's body, its internal form and carrier, who sent
+    it (and whether its key came as a bearer: an OAuth token goes upstream that way), its turn."""
+
+    body: JSON
+    internal: JSON
+    carrier: Carrier
+    caller: Caller
+    tenant: TenantSettings
+    turn: Turn
+    as_bearer: bool
+    output_cap: int | None
+    """The upstream's `max_output_tokens` (`UpstreamSettings`)."""
+
+
+async def messages(request: web.Request) -> web.StreamResponse:
+    started = time.monotonic()
+    services = request[SCOPE].services
+    inbound = await read_inbound(request, services)
+    upstream = services.upstreams[inbound.caller.tenant]
+    stream = inbound.body.get("stream") is True
+    keepalive = KeepAlive(request, {"X-Ctx-Session": inbound.turn.session}) if stream else None
+    try:
+        sent = await forward(services.engine, upstream, inbound, request, keepalive, started)
+    except CtxProxyError as exc:
+        early = keepalive.response if keepalive is not None else None
+        if early is None:
+            raise
+        await end_with_error(early, exc.status, exc.message)  # the client already has a 200
+        return early
+    scale = _scale(inbound, sent.prepared)
+    translated = None if isinstance(upstream, AnthropicUpstream) else inbound.body["model"]
+    response, relayed = await relay_messages(
+        request,
+        sent.reply,
+        headers=ctx_headers(sent.prepared),
+        events=Passed(scale) if translated is None else Translated(translated, scale),
+        translated_model=translated,
+        scale=scale,
+        started=started,
+        response=keepalive.response if keepalive is not None else None,
+    )
+    request[SCOPE].usage = relayed.usage
+    trace = traced(sent, relayed, messages_in=len(inbound.internal["messages"]), started=started)
+    services.lifecycle.spawn(after(services, trace))
+    return response
+
+
+async def count_tokens(request: web.Request) -> web.Response:
+    """The input tokens of what the proxy would send for this request: the Anthropic upstream's
+    own count of the prepared request, an estimate (`estimate_input_tokens`) for others;
+    rescaled to the client's history with `report_usage = "client"`."""
+    services = request[SCOPE].services
+    inbound = await read_inbound(request, services)
+    upstream = services.upstreams[inbound.caller.tenant]
+    engine = services.engine
+    prepared = await engine.prepare(
+        inbound.internal, turn=inbound.turn, api_key=_summarizer_key(inbound)
+    )
+    scale = _scale(inbound, prepared)
+    headers = {"Content-Type": "application/json", **ctx_headers(prepared)}
+    if not isinstance(upstream, AnthropicUpstream):
+        counted: Any = {"input_tokens": estimate_input_tokens(chat_request(prepared.body))}
+        body = orjson.dumps(with_client_input(counted, scale) if scale is not None else counted)
+        return web.Response(body=body, headers=headers)
+    reply = await upstream.send_messages(
+        internal_to_messages(prepared.body, inbound.carrier),
+        headers=request.headers,
+        api_key=_client_key(inbound),
+        as_bearer=inbound.as_bearer,
+        endpoint=COUNT_ENDPOINT,
+        query=request.rel_url.raw_query_string,
+    )
+    body = reply.body or b""
+    if scale is not None and reply.status == 200:
+        body = orjson.dumps(with_client_input(orjson.loads(body), scale))
+    return web.Response(status=reply.status, body=body, headers=with_ours(reply.headers, headers))
+
+
+async def read_inbound(request: web.Request, services: Services) -> Inbound:
+    """The caller, the checked body, its internal form, the session and the turn."""
+    caller, as_bearer = key_caller_of(request)
+    body, marked = await read_messages_body(request, known=services.known_tools)
+    tenant = services.settings.tenants[caller.tenant]
+    hide = not tenant.messages_markers_stop_pruning
+    internal, carrier = messages_to_internal(body, hide_message_markers=hide)
+    client = draft_from_body(internal)
+    engine = services.engine
+    session = messages_session_id(request.headers, body)
+    if session is None:
+        session = engine.derived_session_id(caller.tenant, client)
+    request[SCOPE].session = session
+    turn = await engine.load_turn(caller.tenant, session, client, marked=marked)
+    cap = services.settings.upstreams[tenant.upstream].max_output_tokens
+    return Inbound(body, internal, carrier, caller, tenant, turn, as_bearer, cap)
+
+
+async def read_messages_body(
+    request: web.Request, *, known: KnownTools | None = None
+) -> tuple[JSON, bool]:
+    """The JSON body, checked for what the conversion needs (`BadRequest` names what is wrong),
+    and whether any object in it has a `cache_control` key."""
+    raw = await request.read()
+    try:
+        body: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
+    marked = True
+    if isinstance(body, dict):
+        found = scanned(body, known=known)
+        marked = found.marked
+        if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
+            body = loads_exact(raw)
+    problem = request_problem(body)
+    if problem:
+        raise BadRequest(problem)
+    return body, marked
+
+
+async def forward(
+    engine: ContextEngine,
+    upstream: Upstream,
+    inbound: Inbound,
+    request: web.Request,
+    keepalive: KeepAlive | None,
+    started: float,
+) -> Forwarded:
+    """Prepare and send; when the upstream says the prompt is too long (and compaction is
+    on), compact and send again, once, transparently."""
+    prepared = await _prepare(engine, inbound, keepalive, force_compact=False)
+    prepare_s = time.monotonic() - started
+    reply = await _send(engine, upstream, prepared, inbound, request)
+    overflow = inbound.tenant.compact.enabled and _is_overflow(reply)
+    if overflow:
+        await reply.release()
+        prepared = await _prepare(engine, inbound, keepalive, force_compact=True)
+        reply = await _send(engine, upstream, prepared, inbound, request)
+    return Forwarded(prepared, reply, overflow, prepare_s)
+
+
+async def _prepare(
+    engine: ContextEngine, inbound: Inbound, keepalive: KeepAlive | None, *, force_compact: bool
+) -> Prepared:
+    """The engine's preparation of the internal body, kept alive for a stream while it runs."""
+    work = engine.prepare(
+        inbound.internal,
+        turn=inbound.turn,
+        api_key=_summarizer_key(inbound),
+        force_compact=force_compact,
+    )
+    if keepalive is None:
+        return await work
+    keepalive.start()
+    try:
+        return await work
+    finally:
+        await keepalive.stop()
+
+
+async def _send(
+    engine: ContextEngine,
+    upstream: Upstream,
+    prepared: Prepared,
+    inbound: Inbound,
+    request: web.Request,
+) -> UpstreamReply:
+    """Store the outputs budgets persisted, then send: to an Anthropic upstream the Messages
+    body rendered around the client's; to another, the chat request (a stream asks for its
+    usage)."""
+    await engine.persist_outputs(prepared)
+    if isinstance(upstream, AnthropicUpstream):
+        return await upstream.send_messages(
+            internal_to_messages(prepared.body, inbound.carrier),
+            headers=request.headers,
+            api_key=_client_key(inbound),
+            as_bearer=inbound.as_bearer,
+            query=request.rel_url.raw_query_string,
+        )
+    keep = prepared.turn.cache_style == "anthropic"
+    request_body = chat_request(
+        prepared.body, keep_markers=keep, max_output_tokens=inbound.output_cap
+    )
+    outgoing, _ = with_usage_requested(request_body)
+    return await upstream.send_chat(outgoing, headers=request.headers, api_key=_client_key(inbound))
+
+
+def _client_key(inbound: Inbound) -> str | None:
+    """The client's own key, when the tenant forwards it."""
+    return inbound.caller.token if inbound.tenant.forward_client_key else None
+
+
+def _summarizer_key(inbound: Inbound) -> str | None:
+    """The key the summarizer may use: the client's, unless it is an OAuth token (a bearer),
+    which the summarizer cannot send: the summarizer upstream's own key then."""
+    return None if inbound.as_bearer else _client_key(inbound)
+
+
+def _scale(inbound: Inbound, prepared: Prepared) -> float | None:
+    """With `report_usage = "client"`: how much larger the client's history is than what was
+    sent (`proxy.inbound.client_usage`); else None."""
+    if inbound.tenant.report_usage != "client":
+        return None
+    return usage_scale(prompt_chars(inbound.internal), prompt_chars(prepared.body))
+
+
+def _is_overflow(reply: UpstreamReply) -> bool:
+    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)
