@@ -9,6 +9,7 @@ from typing import Literal
 
 from proxy.compaction.policy import CompactSettings
 from proxy.errors import InvalidSetting
+from proxy.recall.tool import RecallSettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
@@ -77,6 +78,7 @@ class TenantSettings:
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
 
 
 @dataclass(frozen=True, slots=True)
