@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
-from proxy.content import PERSISTED_OPEN, content_text
+from proxy.content import content_text, is_framed
 from proxy.recall.refs import find_refs, is_output_id, parse_turns, turns_ref
 from proxy.types import Message
 
@@ -139,7 +139,7 @@ def cut_kinds(
     client, upstream = history_of(messages), history_of(prepared)
     kinds: set[CutKind] = {"summary"} if 0 < covers <= len(client) else set()
     for _, _, cut in _tool_pairs(client, upstream, covers):
-        kinds.add("output" if cut.startswith(PERSISTED_OPEN) else "result")
+        kinds.add("output" if is_framed(cut) else "result")
         if len(kinds) == 3:
             break
     return frozenset(kinds)

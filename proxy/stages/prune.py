@@ -11,16 +11,20 @@ Only `role: "tool"` messages are touched, in this order:
    before the client's last `cache_control` marker (on a message or on one of its content parts),
    results without a `tool_call_id` (no decision could be stored) and already pruned text.
 3. Candidates: text longer than `max_chars` keeps its first `keep_chars` characters plus
-   `...(truncated, original: N chars)`, N being the text's length. A `<persisted-output>` block
-   (from the budgets stage) keeps its three header lines, so its id and fetch line survive, and
-   only its preview is cut, then the block is closed again. A cut that saves nothing is dropped.
+   `...(truncated, original: N chars)`, N being the text's length; with recall on (`recall_tool`
+   set) the marker names the call that reads the result back:
+   `...(truncated, original: N chars; full text: ctx_recall(ref="<tool_call_id>"))`.
+   A `<persisted-output>` block (from the budgets stage) keeps its three header lines, so its id
+   and fetch line survive, and only its preview is cut, then the block is closed again. A cut
+   that saves nothing is dropped.
 4. Batch: candidates are taken all together, and only when their savings reach
    `min_savings_chars` and the cache is cold anyway (`when_cache_cold_s` unset, the last request
    unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell to store.
 Text is a string as is, text parts joined by newlines, any other content compact JSON. A changed
 message gets a string content (a single text part when a part carried `cache_control`).
 A cut's `...(truncated, original: N chars)` marker is written by `truncation_marker` and read back
-by `describes`: this module owns that format.
+by `describes` (both forms: decisions stored before recall replay byte for byte): this module owns
+that format.
 """
 
 from __future__ import annotations
@@ -31,12 +35,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from proxy.content import content_text, cut_preview, is_framed, tool_names, with_text, without_close
+from proxy.content import (
+    RECALL_CLAUSE,
+    content_text,
+    cut_preview,
+    is_framed,
+    recall_clause,
+    tool_names,
+    with_text,
+    without_close,
+)
 from proxy.errors import InvalidSetting
 from proxy.types import Draft, Message, StageReport, Turn
 
 COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
-_MARKER = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)\Z")
+_MARKER = re.compile(r"\.\.\.\(truncated, original: (\d+) chars(?:" + RECALL_CLAUSE + r")?\)\Z")
+_MARKER_TAIL = 1_200
+"""Characters at the end of a text that hold a whole marker (its ref is at most 1,000)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +63,8 @@ class PruneSettings:
     min_savings_chars: int = 0
     when_cache_cold_s: float | None = None
     exclude_tools: tuple[str, ...] = ()
+    recall_tool: str = ""
+    """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key)."""
 
     def __post_init__(self) -> None:
         for name in ("recent_keep", "max_chars", "keep_chars", "min_savings_chars"):
@@ -140,8 +157,12 @@ def run(draft: Draft, turn: Turn, *, settings: PruneSettings) -> tuple[Draft, St
     return draft.with_messages(messages), report
 
 
-def truncation_marker(original_chars: int) -> str:
-    """What follows the kept start of a cut text: `...(truncated, original: N chars)`."""
+def truncation_marker(original_chars: int, *, ref: str = "", tool_name: str = "") -> str:
+    """What follows the kept start of a cut text: `...(truncated, original: N chars)`, with
+    `; full text: <tool_name>(ref="<ref>")` before the `)` when both are given."""
+    if ref and tool_name:
+        clause = recall_clause(ref, tool_name=tool_name)
+        return f"...(truncated, original: {original_chars} chars; {clause})"
     return f"...(truncated, original: {original_chars} chars)"
 
 
@@ -150,11 +171,12 @@ def _marker_at_end(text: str) -> re.Match[str] | None:
     return _MARKER.search(without_close(text))
 
 
-def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
-    """The cut form of an old result's text, or None when it stays whole (rule 3)."""
-    if len(text) <= settings.max_chars or _marker_at_end(text[-80:]):
+def pruned_text(text: str, *, settings: PruneSettings, ref: str = "") -> str | None:
+    """The cut form of an old result's text, or None when it stays whole (rule 3); `ref` (its
+    `tool_call_id`) goes in the marker when recall is on."""
+    if len(text) <= settings.max_chars or _marker_at_end(text[-_MARKER_TAIL:]):
         return None
-    marker = truncation_marker(len(text))
+    marker = truncation_marker(len(text), ref=ref, tool_name=settings.recall_tool)
     if is_framed(text):
         cut = cut_preview(text, keep=settings.keep_chars, marker=marker)
         if cut is None:
@@ -247,6 +269,7 @@ def select_candidates(
             continue
         if names.get(messages[index]["tool_call_id"]) in settings.exclude_tools:
             continue
-        if (cut := pruned_text(text, settings=settings)) is not None:
+        ref = messages[index]["tool_call_id"]
+        if (cut := pruned_text(text, settings=settings, ref=ref)) is not None:
             found[index] = cut
     return found
