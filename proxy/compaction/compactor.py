@@ -28,6 +28,8 @@ from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import worth_compacting
 from proxy.compaction.stored import json_chars, stored_compaction
 from proxy.ports import CompactionStore, Summarizer
+from proxy.recall.first_user import kept_first_user
+from proxy.recall.refs import summary_line
 from proxy.types import Message, StoredCompaction
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ class Compactor:
         covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
         if plan is None or not covers:
             return _outcome(job, "skipped", "nothing_to_summarize")
-        folded = decide.folded_chars(job.working, plan)
+        folded = decide.folded_chars(job.working, plan, keep_first_user=settings.keep_first_user)
         size = json_chars(job.client_system) + json_chars(job.working)
         if not job.forced and not worth_compacting(folded, size, efficiency=job.efficiency):
             return _outcome(job, "skipped", "low_savings")
@@ -117,7 +119,11 @@ class Compactor:
         summarized, kept = job.working[: plan.split], len(job.working) - plan.split
         saved = json_chars(summarized) - json_chars(messages[: len(messages) - kept])
         return replace(
-            outcome, saved_chars=saved, folded_chars=decide.folded_chars(job.working, plan)
+            outcome,
+            saved_chars=saved,
+            folded_chars=decide.folded_chars(
+                job.working, plan, keep_first_user=job.settings.keep_first_user
+            ),
         )
 
     async def _archive(self, job: CompactionJob) -> str | None:
@@ -224,13 +230,28 @@ async def summarize(
 def compacted_history(
     job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
 ) -> list[Message]:
-    """Summary, preserved tool content (taken from the client's unpruned messages), kept part."""
+    """The first user message (`keep_first_user`, from the client's history: every compaction of
+    the conversation keeps the same text), the summary (with recall on, ending with the ref of
+    the client messages it stands for), preserved tool content (taken from the client's
+    unpruned messages), kept part."""
+    settings = job.settings
     if job.applied is not None:
         source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
     else:
         source = list(job.client_history[:covers])
-    preserved = decide.preserved_tool_content(source, settings=job.settings)
-    return decide.splice_summary(job.working, plan, summary, preserved=preserved)
+    preserved = decide.preserved_tool_content(source, settings=settings)
+    first = None
+    if settings.keep_first_user:
+        first = kept_first_user(
+            job.client_history[:covers],
+            max_chars=settings.keep_first_user_max_chars,
+            tool_name=settings.recall_tool,
+        )
+    tool = settings.recall_tool
+    line = summary_line(0, covers - 1, tool_name=tool) if tool else ""
+    return decide.splice_summary(
+        job.working, plan, summary, preserved=preserved, first_user=first, last_line=line
+    )
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:

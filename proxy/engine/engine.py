@@ -210,7 +210,9 @@ def compaction_job(
     summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
     the upstream said the context is too long."""
     settings = stack.tenant.compact
-    plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
+    plan = plan_compaction(
+        draft.messages, keep_recent=settings.keep_recent, keep_first_user=settings.keep_first_user
+    )
     use_transcript = turn.cache_style == "none"
     prefix_body = None
     if plan is not None and not use_transcript:
