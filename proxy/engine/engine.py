@@ -25,6 +25,7 @@ from proxy.compaction.policy import (
     threshold_tokens,
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
+from proxy.engine.offer import offered_body
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
@@ -135,6 +136,10 @@ class ContextEngine:
             draft, turn, client_messages=body["messages"], client_marked=marked
         )
         reports.extend(after)
+        recall = stack.tenant.recall
+        body_out, offer = offered_body(
+            body, body_out, settings=recall, state=turn.state, covers=covers
+        )
         return Prepared(
             turn=turn,
             body=body_out,
@@ -144,6 +149,7 @@ class ContextEngine:
             covers=covers,
             tally=tally(reports),
             compaction=outcome,
+            recall=offer,
         )
 
     async def persist_outputs(self, prepared: Prepared) -> int:

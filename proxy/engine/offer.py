@@ -1,0 +1,49 @@
+"""Whether the outgoing request offers the recall tool (issue 18), and with what. Pure.
+
+The tool is offered when the request carries a cut (`proxy.recall.index.cut_kinds`), or when its
+session was offered it before (the session's `recall_offered` field): the tool list is part of the
+cached prefix, so once there it stays, the same bytes at the same place. The rules that withhold it
+(`tool_choice: "none"`, a client tool of the same name...) are `proxy.recall.tool.offer_recall`'s;
+each is counted, never an error.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from proxy.recall.index import CutKind, cut_kinds
+from proxy.recall.tool import RecallSettings, offer_recall, with_recall_tool
+from proxy.types import JSON, SessionState
+
+OFFERED_FIELD = "recall_offered"
+"""The session field set once its request was offered the tool."""
+
+
+class RecallOffer(NamedTuple):
+    """What the request was offered: `offered`, else `reason` (empty when recall is off or
+    nothing was cut); `cut` holds the kinds of cut the request carries."""
+
+    offered: bool = False
+    reason: str = ""
+    cut: frozenset[CutKind] = frozenset()
+
+
+def offered_body(
+    body: JSON,
+    outgoing: JSON,
+    *,
+    settings: RecallSettings,
+    state: SessionState,
+    covers: int,
+) -> tuple[JSON, RecallOffer]:
+    """`outgoing` (the prepared body of the client's `body`) with the recall tool at the end of
+    its tools when it is offered, and the offer. Nothing is computed when recall is off."""
+    if not settings.enabled:
+        return outgoing, RecallOffer()
+    cut = cut_kinds(body["messages"], outgoing["messages"], covers=covers)
+    before = state.int_field(OFFERED_FIELD) == 1
+    offer = offer_recall(body, settings=settings, cut=bool(cut), offered_before=before)
+    if not offer.add:
+        reason = "" if offer.reason == "nothing_cut" else offer.reason
+        return outgoing, RecallOffer(False, reason if cut or before else "", cut)
+    return with_recall_tool(outgoing, settings=settings), RecallOffer(True, "", cut)
