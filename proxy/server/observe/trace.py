@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from proxy.engine.prepared import Prepared
+from proxy.server.recall_loop import RecallTally
 from proxy.server.relay import Relayed
 
 
@@ -29,6 +30,8 @@ class Trace(NamedTuple):
     retried_overflow: bool = False
     bytes_out: int = 0
     """Size of the body sent upstream."""
+    recall: RecallTally | None = None
+    """What the recall loop did, when the request offered the tool."""
 
 
 class Observer(Protocol):
