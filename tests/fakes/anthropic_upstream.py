@@ -2,8 +2,9 @@
 
 It checks each request the way the API does (`tests.fakes.anthropic_rules`) and answers with the
 API's own error texts; a wrong `x-api-key` gets 401 `authentication_error`.
-Every request is recorded (`received`); answers are scripted (`script(...)`) and rendered as a
-`message` object or as the event stream, depending on the request's `stream`.
+Every request is recorded (`received`); answers are scripted (`script(...)`), then come from
+`respond` (a function of the request body, to play a model that reacts to a tool result), and are
+rendered as a `message` object or as the event stream, depending on the request's `stream`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,7 @@ class FakeAnthropic:
         self.api_key = api_key
         self.received: list[Received] = []
         self._replies: deque[Reply | ErrorReply] = deque()
+        self.respond: Callable[[JSON], Reply | ErrorReply] | None = None
         self._ids = 0
 
     def script(self, *replies: Reply | ErrorReply) -> None:
@@ -106,7 +108,10 @@ class FakeAnthropic:
         problem = request_problem(body)
         if problem:
             return api_error(400, "invalid_request_error", problem)
-        reply = self._replies.popleft() if self._replies else Reply()
+        if self._replies:
+            reply = self._replies.popleft()
+        else:
+            reply = self.respond(body) if self.respond is not None else Reply()
         if isinstance(reply, ErrorReply):
             extra = {"retry-after": reply.retry_after} if reply.retry_after else {}
             return api_error(reply.status, reply.error_type, reply.message, extra)
