@@ -21,6 +21,7 @@ from benchmarks import (
     instructions,
     memory,
     overhead,
+    recall,
     redis_trips,
     report,
     savings,
@@ -30,7 +31,7 @@ from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions",
-            "features")
+            "features", "recall")
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -49,6 +50,8 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return instructions.run(tmp, quick=quick)
     if name == "features":
         return feature_cost.run(tmp, quick=quick)
+    if name == "recall":
+        return recall.run(tmp, quick=quick)
     return memory.run(tmp, quick=quick, minutes=args.memory_minutes)
 
 

@@ -13,6 +13,7 @@ from benchmarks.report_tables import (
     instructions_table,
     memory_table,
     overhead_table,
+    recall_table,
     savings_table,
     scaling_table,
 )
@@ -31,7 +32,8 @@ def markdown(results: dict[str, Any]) -> str:
                 ("3. Tokens saved on real sessions", savings_table),
                 ("4. Cache share", cache_table), ("5. Memory", memory_table),
                 ("6. Instructions per request", instructions_table),
-                ("7. Where ctxproxy's extra instructions go", features_table)]
+                ("7. Where ctxproxy's extra instructions go", features_table),
+                ("8. Recall", recall_table)]
     for title, render in sections:
         try:
             parts.append(f"## {title}\n\n{render(results)}\n")

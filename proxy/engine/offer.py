@@ -1,6 +1,6 @@
 """Whether the outgoing request offers the recall tool (issue 18), and with what. Pure.
 
-The tool is offered when the request carries a cut (`proxy.recall.index.cut_kinds`), or when its
+The tool is offered when the request carries a cut (`proxy.recall.index.has_cut`), or when its
 session was offered it before (the session's `recall_offered` field): the tool list is part of the
 cached prefix, so once there it stays, the same bytes at the same place. The rules that withhold it
 (`tool_choice: "none"`, a client tool of the same name...) are `proxy.recall.tool.offer_recall`'s;
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from proxy.recall.index import CutKind, cut_kinds
+from proxy.recall.index import has_cut
 from proxy.recall.tool import RecallSettings, offer_recall, with_recall_tool
 from proxy.types import JSON, SessionState
 
@@ -21,11 +21,12 @@ OFFERED_FIELD = "recall_offered"
 
 class RecallOffer(NamedTuple):
     """What the request was offered: `offered`, else `reason` (empty when recall is off or
-    nothing was cut); `cut` holds the kinds of cut the request carries."""
+    nothing was cut); `cut`: the request carries a cut (not looked for in a session offered the
+    tool before: it keeps it anyway)."""
 
     offered: bool = False
     reason: str = ""
-    cut: frozenset[CutKind] = frozenset()
+    cut: bool = False
 
 
 def offered_body(
@@ -40,8 +41,8 @@ def offered_body(
     its tools when it is offered, and the offer. Nothing is computed when recall is off."""
     if not settings.enabled:
         return outgoing, RecallOffer()
-    cut = cut_kinds(body["messages"], outgoing["messages"], covers=covers)
     before = state.int_field(OFFERED_FIELD) == 1
+    cut = not before and has_cut(body["messages"], outgoing["messages"], covers=covers)
     offer = offer_recall(body, settings=settings, cut=bool(cut), offered_before=before)
     if not offer.add:
         reason = "" if offer.reason == "nothing_cut" else offer.reason

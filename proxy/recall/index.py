@@ -21,7 +21,8 @@ the client's history:
 
 A `tool_call_id` that names several cut results is ambiguous: `resolve` gives the candidates,
 each by `turns:i-i`. `cut_kinds` is the cheap per-request check ("was anything cut?");
-`build_index` is only needed once the model calls the tool.
+`has_cut` the same question answered at the first cut; `build_index` is only needed once the
+model calls the tool.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "Resolution",
     "build_index",
     "cut_kinds",
+    "has_cut",
     "history_of",
     "message_text",
 ]
@@ -143,6 +145,14 @@ def cut_kinds(
         if len(kinds) == 3:
             break
     return frozenset(kinds)
+
+
+def has_cut(messages: Sequence[Message], prepared: Sequence[Message], *, covers: int) -> bool:
+    """Whether `cut_kinds` would be non-empty, stopping at the first cut (the per-request check
+    of whether to offer the recall tool)."""
+    if 0 < covers <= len(history_of(messages)):
+        return True
+    return next(_tool_pairs(history_of(messages), history_of(prepared), covers), None) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ persisted outputs come from the store, as the caller's tenant (`RecallTally` cou
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import NamedTuple
@@ -49,6 +50,25 @@ class RecallTally(NamedTuple):
     rounds: int = 1
     counts: Mapping[tuple[str, str], int] = {}
     last_usage: Usage | None = None
+
+
+_TOOL_CALLS = b'"tool_calls"'
+_HELD_BYTES = 1 << 20
+"""A first round's bytes kept for the merger until a tool call shows; past this, the merger
+takes over at once (a long answer's cost is its own)."""
+_FINISHED = re.compile(rb'"finish_reason": ?"')
+
+
+def _calls_tools(chunk: bytes, seen: list[bytes]) -> bool:
+    """Whether the stream's bytes so far (`seen`, ending with `chunk`) name `"tool_calls"` for
+    the first time in `chunk` (or across its start). A key cannot occur unescaped in a JSON
+    string, so content never does; a finish_reason of that name comes after a call's delta."""
+    if _TOOL_CALLS in chunk:
+        return True
+    if len(seen) < 2:
+        return False
+    width = len(_TOOL_CALLS) - 1
+    return _TOOL_CALLS in seen[-2][-width:] + chunk[:width]
 
 
 class RecallLoop:
@@ -103,9 +123,30 @@ class RecallLoop:
             await self._current.release()
 
     async def _stream(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
-        tool = self._settings.tool_name
-        merger = StreamMerger(tool_name=tool, client_wants_usage=True)
+        merger = StreamMerger(tool_name=self._settings.tool_name, client_wants_usage=True)
         outgoing = self._prepared.body
+        seen: list[bytes] = []
+        size = 0
+        async for chunk in stream:  # the first round, as it came until a tool call shows
+            seen.append(chunk)
+            size += len(chunk)
+            if _calls_tools(chunk, seen):
+                break
+            yield chunk
+            if _FINISHED.search(chunk):  # it ended without one: the rest as it comes
+                async for rest in stream:
+                    yield rest
+                return
+            if size > _HELD_BYTES:
+                seen.append(b"")  # the merger takes over from the next chunk
+                break
+        else:
+            return  # no tool call: the stream went out untouched, its end included
+        for past in seen[:-1]:
+            merger.feed_bytes(past)  # only content so far, which went out as it came
+        out = merger.feed_bytes(seen[-1])
+        if out:
+            yield out
         for number in range(self._settings.max_rounds + 1):
             async for chunk in stream:
                 out = merger.feed_bytes(chunk)

@@ -303,3 +303,31 @@ async def test_an_upstream_error_in_a_later_round_returns_what_the_rounds_gave(
     answer = await ask(proxy, stream=False)
     assert answer.content == "Checking. " and answer.finish_reasons == ["stop"]
     assert answer.tool_calls == [] and answer.headers["x-ctx-recalls"] == "1"
+
+
+async def test_a_stream_offered_the_tool_but_not_calling_it_goes_out_byte_for_byte(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy()
+    body = {"model": "gpt-4o", "messages": history(), "stream": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    async with aiohttp.ClientSession() as http:
+        url = proxy.server.make_url("/v1/chat/completions")
+        async with http.post(url, json=body) as response:
+            through = await response.read()
+        [sent_up] = sent(proxy)
+        assert names(sent_up) == ["ctx_recall"]
+        upstream = str(proxy.settings.upstreams["fake"].base_url) + "/chat/completions"
+        async with http.post(upstream, json=sent_up) as response:
+            assert await response.read() == through
+
+
+async def test_a_streamed_client_tool_call_reaches_the_client_when_the_tool_was_offered(
+    make_proxy: MakeProxy,
+) -> None:
+    proxy = await make_proxy()
+    proxy.fake.script.append(Reply(lead="Running. ", tool_calls=[tool_call("b1", cmd="ls")]))
+    answer = await ask(proxy, stream=True, tools=[BASH])
+    assert answer.content == "Running. " and answer.finish_reasons == ["tool_calls"]
+    assert answer.tool_calls == [{"id": "b1", "name": "bash", "arguments": '{"cmd": "ls"}'}]
+    assert len(sent(proxy)) == 1

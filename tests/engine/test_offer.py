@@ -37,7 +37,7 @@ def test_a_cut_request_gets_the_tool_after_the_clients_own() -> None:
     body, outgoing = request()
     before = copy.deepcopy(outgoing)
     out, made = offer(body, outgoing)
-    assert made == RecallOffer(True, "", frozenset({"result"}))
+    assert made == RecallOffer(True, "", cut=True)
     assert out["tools"] == [CLIENT_TOOL, recall_tool(tool_name="ctx_recall")]
     assert outgoing == before
 
@@ -59,7 +59,7 @@ def test_a_session_offered_once_keeps_the_same_bytes_when_nothing_is_cut() -> No
 def test_tool_choice_none_and_a_same_named_client_tool_withhold_it_with_a_reason() -> None:
     body, outgoing = request(tool_choice="none")
     out, made = offer(body, outgoing)
-    assert out is outgoing and made == RecallOffer(False, "tool_choice_none", frozenset({"result"}))
+    assert out is outgoing and made == RecallOffer(False, "tool_choice_none", cut=True)
     clash = {"type": "function", "function": {"name": "ctx_recall", "parameters": {}}}
     body, outgoing = request(tools=[clash])
     out, made = offer(body, outgoing)
