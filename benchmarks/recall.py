@@ -38,7 +38,7 @@ from proxy.config import load_settings
 from proxy.server.app import create_app
 from proxy.server.appkeys import LIFECYCLE
 
-REQUESTS = 40
+REQUESTS = 60
 AGGRESSIVE = """
 [tenants.default.prune]
 recent_keep = 1
@@ -172,7 +172,7 @@ def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
     result, offered = asyncio.run(hit_rate(tmp / "hits", names, limit=limit))
     print(f"  part 1: {json.dumps({k: v for k, v in result.items() if k != 'misses'})}", flush=True)
     bodies = spaced(sorted(offered, key=lambda o: len(json.dumps(o[1]))), 16 if quick else 32)
-    result["cpu"] = cpu_cost(tmp / "cpu", bodies, rounds=4 if quick else 12)
+    result["cpu"] = cpu_cost(tmp / "cpu", bodies, rounds=6 if quick else 24)
     result["seconds"] = time.monotonic() - started
     print(summary(result), flush=True)
     return result
