@@ -12,7 +12,7 @@ shortens a block's preview and keeps its frame (`is_framed`, `cut_preview`, `wit
 
 And it owns the recall call a cut's marker names, `ctx_recall(ref="REF")` (the tenant's recall
 tool name in place of `ctx_recall`, the ref as a JSON string): `recall_call` and `recall_clause`
-write it, `find_refs` reads refs back, `RECALL_CLAUSE` matches a clause inside a marker (the
+write it, `find_refs` reads refs back, `is_recall_clause` tells a clause inside a marker (the
 stages' parsers accept a marker with or without one). A block written with a `tool_name` ends its
 fetch line with the clause naming its id. See `proxy.recall.refs` for what refs name.
 """
@@ -198,8 +198,8 @@ def without_close(text: str) -> str:
     return text[: -len(_CLOSE_LINE)] if text.endswith(_CLOSE_LINE) else text
 
 
-RECALL_CLAUSE = r'; full text: [A-Za-z0-9_-]{1,64}\(ref="(?:[^"\\\n]|\\.){0,1000}"\)'
-"""A regex matching `; ` and a `recall_clause` (any tool name, a ref of at most 1,000 chars)."""
+_CLAUSE_OPEN = "; full text: "
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _QUOTED = re.compile(r'"(?:[^"\\\n]|\\.){0,1000}"')
 """A JSON string of at most 1,000 characters (no ref is longer): the ref of a marker."""
 
@@ -215,6 +215,22 @@ def recall_call(ref: str, *, tool_name: str, offset: int | None = None) -> str:
 def recall_clause(ref: str, *, tool_name: str) -> str:
     """`full text: ctx_recall(ref="REF")`, what each marker appends after `; `."""
     return f"full text: {recall_call(ref, tool_name=tool_name)}"
+
+
+def is_recall_clause(text: str) -> bool:
+    """True when `text` is `; ` and a `recall_clause` (any tool name, a non-empty ref of at most
+    1,000 characters as a JSON string): how the markers' parsers tell one, without a pattern
+    that walks the ref character by character (they run on every replayed decision)."""
+    if not text.startswith(_CLAUSE_OPEN) or not text.endswith('")'):
+        return False
+    name, sep, quoted = text[len(_CLAUSE_OPEN) : -1].partition("(ref=")
+    if not sep or len(quoted) > 1_002 or not _TOOL_NAME.fullmatch(name):
+        return False
+    try:
+        ref = orjson.loads(quoted)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(ref, str) and bool(ref) and quoted.startswith('"')
 
 
 def recall_notice(*, tool_name: str) -> str:

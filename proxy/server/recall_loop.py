@@ -59,16 +59,35 @@ takes over at once (a long answer's cost is its own)."""
 _FINISHED = re.compile(rb'"finish_reason": ?"')
 
 
-def _calls_tools(chunk: bytes, seen: list[bytes]) -> bool:
-    """Whether the stream's bytes so far (`seen`, ending with `chunk`) name `"tool_calls"` for
-    the first time in `chunk` (or across its start). A key cannot occur unescaped in a JSON
-    string, so content never does; a finish_reason of that name comes after a call's delta."""
-    if _TOOL_CALLS in chunk:
-        return True
-    if len(seen) < 2:
-        return False
-    width = len(_TOOL_CALLS) - 1
-    return _TOOL_CALLS in seen[-2][-width:] + chunk[:width]
+class _FirstRound:
+    """The first round while no tool call shows: its whole events go out as they came (`take`),
+    the part of an event not yet complete is held; what went out is kept (`sent`) for the merger
+    to read when a tool call does show (`engaged`: then `rest` is what it has not seen)."""
+
+    __slots__ = ("engaged", "finished", "held", "rest", "sent", "size")
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.held = self.rest = b""
+        self.size = 0
+        self.engaged = self.finished = False
+
+    def take(self, chunk: bytes) -> bytes:
+        """The bytes to send now. `finished`: the round ended without a tool call (what follows
+        goes out as it comes). A line end of `\r`, which the merger reads, engages it too."""
+        data = self.held + chunk if self.held else chunk
+        if _TOOL_CALLS in data or b"\r" in data or self.size > _HELD_BYTES:
+            self.engaged, self.rest, self.held = True, data, b""
+            return b""
+        end = data.rfind(b"\n\n") + 2
+        if end < 2:
+            self.held = data
+            return b""
+        out, self.held = data[:end], data[end:]
+        self.sent.append(out)
+        self.size += len(out)
+        self.finished = _FINISHED.search(out) is not None
+        return out
 
 
 class RecallLoop:
@@ -125,26 +144,26 @@ class RecallLoop:
     async def _stream(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
         merger = StreamMerger(tool_name=self._settings.tool_name, client_wants_usage=True)
         outgoing = self._prepared.body
-        seen: list[bytes] = []
-        size = 0
-        async for chunk in stream:  # the first round, as it came until a tool call shows
-            seen.append(chunk)
-            size += len(chunk)
-            if _calls_tools(chunk, seen):
+        first = _FirstRound()
+        async for chunk in stream:
+            out = first.take(chunk)
+            if first.engaged:
                 break
-            yield chunk
-            if _FINISHED.search(chunk):  # it ended without one: the rest as it comes
+            if out:
+                yield out
+            if first.finished:  # no tool call: the rest as it comes, untouched
+                if first.held:
+                    yield first.held
                 async for rest in stream:
                     yield rest
                 return
-            if size > _HELD_BYTES:
-                seen.append(b"")  # the merger takes over from the next chunk
-                break
         else:
-            return  # no tool call: the stream went out untouched, its end included
-        for past in seen[:-1]:
-            merger.feed_bytes(past)  # only content so far, which went out as it came
-        out = merger.feed_bytes(seen[-1])
+            if first.held:
+                yield first.held  # a stream cut mid-event: the relay tells the client
+            return
+        for past in first.sent:
+            merger.feed_bytes(past)  # whole events of content, which went out as they came
+        out = merger.feed_bytes(first.rest)
         if out:
             yield out
         for number in range(self._settings.max_rounds + 1):

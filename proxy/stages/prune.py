@@ -30,16 +30,15 @@ that format.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from proxy.content import (
-    RECALL_CLAUSE,
     content_text,
     cut_preview,
     is_framed,
+    is_recall_clause,
     recall_clause,
     tool_names,
     with_text,
@@ -49,7 +48,7 @@ from proxy.errors import InvalidSetting
 from proxy.types import Draft, Message, StageReport, Turn
 
 COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
-_MARKER = re.compile(r"\.\.\.\(truncated, original: (\d+) chars(?:" + RECALL_CLAUSE + r")?\)\Z")
+_MARKER_OPEN = "...(truncated, original: "
 _MARKER_TAIL = 1_200
 """Characters at the end of a text that hold a whole marker (its ref is at most 1,000)."""
 
@@ -166,9 +165,18 @@ def truncation_marker(original_chars: int, *, ref: str = "", tool_name: str = ""
     return f"...(truncated, original: {original_chars} chars)"
 
 
-def _marker_at_end(text: str) -> re.Match[str] | None:
-    """The truncation marker ending `text` (or ending a block's preview: before its close tag)."""
-    return _MARKER.search(without_close(text))
+def _marker_at_end(text: str) -> tuple[int, int] | None:
+    """(where it starts, the original's length) of the truncation marker ending `text` (or
+    ending a block's preview: before its close tag), in either form; None when there is none."""
+    text = without_close(text)
+    start = text.rfind(_MARKER_OPEN)
+    if start < 0:
+        return None
+    digits, sep, tail = text[start + len(_MARKER_OPEN) :].partition(" chars")
+    clause = tail.endswith(")") and is_recall_clause(tail[:-1])
+    if not (sep and digits.isdecimal()) or not (tail == ")" or clause):
+        return None
+    return start, int(digits)
 
 
 def pruned_text(text: str, *, settings: PruneSettings, ref: str = "") -> str | None:
@@ -213,12 +221,8 @@ def describes(stored: str, text: str) -> bool:
     gives `text`'s length. Guards replay against clients that reuse a tool_call_id."""
     if stored == text:
         return True
-    match = _marker_at_end(stored)
-    return (
-        match is not None
-        and int(match[1]) == len(text)
-        and text.startswith(stored[: match.start()])
-    )
+    marker = _marker_at_end(stored)
+    return marker is not None and marker[1] == len(text) and text.startswith(stored[: marker[0]])
 
 
 def decision_key(call_id: str, text: str) -> str:

@@ -143,3 +143,21 @@ def test_the_recall_index_reads_back_every_cut_by_the_ref_its_marker_names() -> 
             assert item is not None, ref
             original = next(m for m in messages if m.get("tool_call_id") == message["tool_call_id"])
             assert item.text == original["content"]
+
+
+@pytest.mark.parametrize(
+    ("tail", "holds"),
+    [
+        (")", True),
+        ('; full text: ctx_recall(ref="call_1"))', True),
+        ('; full text: fetch-cut_2(ref="a \\"quoted\\" id"))', True),
+        ('; full text: ctx recall(ref="call_1"))', False),
+        ('; full text: ctx_recall(ref=""))', False),
+        ('; full text: ctx_recall(ref="call_1")x)', False),
+        ("; full text: ctx_recall(ref=call_1))", False),
+        ("; full text: ctx_recall(ref=" + '"' + "x" * 1_001 + '"))', False),
+    ],
+)
+def test_a_marker_is_read_in_both_forms_and_nothing_else(tail: str, holds: bool) -> None:
+    stored = "a" * 200 + "...(truncated, original: 755 chars" + tail
+    assert describes(stored, "a" * 755) is holds
