@@ -25,7 +25,7 @@ from proxy.compaction.policy import (
     threshold_tokens,
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
-from proxy.engine.offer import offered_body
+from proxy.engine.offer import offered_body, prefix_with_tool
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
@@ -224,6 +224,9 @@ def compaction_job(
     if plan is not None and not use_transcript:
         try:
             prefix_body = stack.prefix_body(draft, turn, draft.messages[: plan.split])
+            prefix_body = prefix_with_tool(
+                prefix_body, draft.body, settings=stack.tenant.recall, state=turn.state
+            )
         except Exception:  # the compactor reports it: failed, `render`
             prefix_body = None
     return CompactionJob(

@@ -9,7 +9,8 @@ each is counted, never an error.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from proxy.recall.index import has_cut
 from proxy.recall.tool import RecallSettings, offer_recall, with_recall_tool
@@ -48,3 +49,16 @@ def offered_body(
         reason = "" if offer.reason == "nothing_cut" else offer.reason
         return outgoing, RecallOffer(False, reason if cut or before else "", cut)
     return with_recall_tool(outgoing, settings=settings), RecallOffer(True, "", cut)
+
+
+def prefix_with_tool(
+    prefix: JSON, client: Mapping[str, Any], *, settings: RecallSettings, state: SessionState
+) -> JSON:
+    """A summarizer's `prefix` body (rendered from the request whose `client` keys, tools
+    included, it keeps) with the recall tool when the session's requests carry it: the same
+    prefix as theirs, so a provider cache serves the summary. As it is otherwise."""
+    if not settings.enabled or state.int_field(OFFERED_FIELD) != 1:
+        return prefix
+    if not offer_recall(client, settings=settings, cut=False, offered_before=True).add:
+        return prefix
+    return with_recall_tool(prefix, settings=settings)

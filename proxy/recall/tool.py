@@ -20,7 +20,7 @@ A session once offered the tool keeps it (`offered_before`), so its prefix stays
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -109,7 +109,7 @@ class Offer(NamedTuple):
 
 
 def offer_recall(
-    body: JSON, *, settings: RecallSettings, cut: bool, offered_before: bool = False
+    body: Mapping[str, Any], *, settings: RecallSettings, cut: bool, offered_before: bool = False
 ) -> Offer:
     """Whether the request `body` (as the client sent it) gets the recall tool: `cut` says the
     prepared request carries a cut, `offered_before` that the session was offered it already."""

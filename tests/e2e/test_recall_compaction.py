@@ -52,6 +52,11 @@ async def test_the_task_survives_two_compactions_and_its_cut_middle_is_recalled(
         await agent.turn()
         agent.add({"role": "user", "content": question})
     assert len(proxy.fake.summary_requests) == 2
+    first_summary, second = (r.body for r in proxy.fake.summary_requests)
+    assert "tools" not in first_summary  # nothing was cut before it: never offered
+    # the session's requests carry the tool since: the summarizer reuses their very prefix
+    assert second["tools"] == proxy.fake.chat[2].body["tools"]
+    assert second["tools"][-1]["function"]["name"] == "ctx_recall"
     assert [agent.header("X-Ctx-Compacted", i) for i in range(4)] == ["0", "0", "1", "1"]
     for request in proxy.fake.chat[2:4]:  # after the first compaction, after the second
         kept, summary = request.body["messages"][1:3]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from proxy.engine.offer import OFFERED_FIELD, RecallOffer, offered_body
+from proxy.engine.offer import OFFERED_FIELD, RecallOffer, offered_body, prefix_with_tool
 from proxy.engine.pipeline import draft_from_body
 from proxy.recall.tool import RecallSettings, recall_tool
 from proxy.types import JSON, SessionState
@@ -92,3 +92,14 @@ async def test_the_engine_offers_it_and_its_record_keeps_it_offered(tmp_path: Pa
     assert again.recall.offered and again.body["tools"] == prepared.body["tools"]
     other = await engine.load_turn("a", "s2", draft_from_body(short))
     assert "tools" not in (await engine.prepare(short, turn=other, api_key=None)).body
+
+
+def test_a_summarizers_prefix_carries_the_tool_when_the_sessions_requests_do() -> None:
+    body, _ = request()
+    prefix = {"model": "m", "messages": body["messages"][:2], "tools": [CLIENT_TOOL]}
+    offered = SessionState(fields={OFFERED_FIELD: "1"})
+    out = prefix_with_tool(prefix, body, settings=SETTINGS, state=offered)
+    assert out["tools"] == [CLIENT_TOOL, recall_tool(tool_name="ctx_recall")]
+    assert prefix_with_tool(prefix, body, settings=SETTINGS, state=SessionState()) is prefix
+    none, _ = request(tool_choice="none")
+    assert prefix_with_tool(prefix, none, settings=SETTINGS, state=offered) is prefix
