@@ -142,8 +142,8 @@ class RecallLoop:
             await self._current.release()
 
     async def _stream(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
-        merger = StreamMerger(tool_name=self._settings.tool_name, client_wants_usage=True)
-        outgoing = self._prepared.body
+        """The client's stream: the first round as it came until a tool call shows, then every
+        round through the merger (`_merge`)."""
         first = _FirstRound()
         async for chunk in stream:
             out = first.take(chunk)
@@ -161,11 +161,20 @@ class RecallLoop:
             if first.held:
                 yield first.held  # a stream cut mid-event: the relay tells the client
             return
+        merger = StreamMerger(tool_name=self._settings.tool_name, client_wants_usage=True)
         for past in first.sent:
             merger.feed_bytes(past)  # whole events of content, which went out as they came
         out = merger.feed_bytes(first.rest)
         if out:
             yield out
+        async for out in self._merge(merger, stream):
+            yield out
+
+    async def _merge(
+        self, merger: StreamMerger, stream: AsyncIterator[bytes]
+    ) -> AsyncGenerator[bytes, None]:
+        """The rest of the first round, then each next one, merged; `finish()` when they end."""
+        outgoing = self._prepared.body
         for number in range(self._settings.max_rounds + 1):
             async for chunk in stream:
                 out = merger.feed_bytes(chunk)
