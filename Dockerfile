@@ -24,6 +24,7 @@ RUN pip install --constraint /tmp/constraints.txt /tmp/wheels/*.whl \
     && useradd --uid 10001 --no-create-home --no-log-init --shell /usr/sbin/nologin ctxproxy
 
 COPY config/compose.toml /etc/ctxproxy/ctxproxy.toml
+COPY config/prices.toml /etc/ctxproxy/prices.toml
 COPY config/workspaces /etc/ctxproxy/workspaces
 
 USER ctxproxy

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks import (
     cache_share,
+    cost,
     feature_cost,
     instructions,
     memory,
@@ -31,7 +32,7 @@ from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions",
-            "features", "recall")
+            "features", "cost", "recall")
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -50,6 +51,8 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return instructions.run(tmp, quick=quick)
     if name == "features":
         return feature_cost.run(tmp, quick=quick)
+    if name == "cost":
+        return cost.run(tmp, quick=quick)
     if name == "recall":
         return recall.run(tmp, quick=quick)
     return memory.run(tmp, quick=quick, minutes=args.memory_minutes)

@@ -3,11 +3,15 @@
 `prompt_tokens` = characters of the JSON-serialised `messages` (and `tools`) it received / 4.
 A request whose last user message asks for a `<summary>` is a summarizer call and gets a short
 summary. Every request is checked for validity (`benchmarks.validity`) and recorded as a `Seen`.
-An optional `cache` model (`benchmarks.cachesim`) decides how many prompt tokens were cached.
+An optional `cache` model (`proxy.cost.cachesim`, on the fake's `clock`) decides how many prompt
+tokens were read from the cache and written to it; the answer reports them as ctxproxy's Anthropic
+translation does (`prompt_tokens_details.cached_tokens`, `cache_creation_input_tokens`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from benchmarks.validity import problem
+from proxy.cost.cachesim import CacheUse
 
 SUMMARY = ("<analysis>Reviewed the turns.</analysis><summary>The user asked the agent to work "
            "on the repository; files were read, commands run, findings noted. Open tasks remain "
@@ -22,8 +27,8 @@ SUMMARY = ("<analysis>Reviewed the turns.</analysis><summary>The user asked the 
 
 
 class CacheModel(Protocol):
-    def serve(self, body: dict[str, Any]) -> int:
-        """Cached prompt tokens for this request; updates the model's cache."""
+    def serve(self, body: dict[str, Any], *, now: float) -> CacheUse:
+        """Prompt tokens this request reads from the cache and writes to it; updates the cache."""
         ...
 
 
@@ -33,12 +38,21 @@ class Seen:
     cached_tokens: int
     summary: bool
     problem: str
+    written: int = 0
+    written_1h: int = 0
+    cache_prompt: int = 0
+    """The request's prompt tokens as the cache model counts them (its blocks, not the JSON)."""
+    body: dict[str, Any] | None = None
+    """The request as received, when the fake keeps bodies (`keep_bodies`)."""
 
 
 @dataclass
 class FakeLLM:
     cache: CacheModel | None = None
     seen: list[Seen] = field(default_factory=list)
+    clock: Callable[[], float] = time.time
+    keep_bodies: bool = False
+    summary_text: str = SUMMARY
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
@@ -49,9 +63,17 @@ class FakeLLM:
         body = orjson.loads(await request.read())
         summary = is_summary_call(body)
         tokens = prompt_tokens(body)
-        cached = self.cache.serve(body) if self.cache else 0
-        self.seen.append(Seen(tokens, cached, summary, problem(body)))
-        content = SUMMARY if summary else "ok"
+        used = self.cache.serve(body, now=self.clock()) if self.cache else CacheUse()
+        cached = min(used.read, tokens)
+        written = min(used.written, tokens - cached)
+        kept = body if self.keep_bodies else None
+        self.seen.append(
+            Seen(
+                tokens, cached, summary, problem(body), written, min(used.written_1h, written),
+                used.prompt, kept,
+            )
+        )
+        content = self.summary_text if summary else "ok"
         return web.json_response({
             "id": "chatcmpl-replay", "object": "chat.completion", "created": 1,
             "model": body.get("model", "m"),
@@ -59,7 +81,8 @@ class FakeLLM:
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": tokens, "completion_tokens": 5,
                       "total_tokens": tokens + 5,
-                      "prompt_tokens_details": {"cached_tokens": cached}},
+                      "prompt_tokens_details": {"cached_tokens": cached},
+                      "cache_creation_input_tokens": written},
         })
 
 

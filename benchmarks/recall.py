@@ -1,4 +1,4 @@
-"""Section 8, recall: is everything ctxproxy cuts within the model's reach, and what does offering
+"""Section 9, recall: is everything ctxproxy cuts within the model's reach, and what does offering
 the tool cost? `python -m benchmarks.recall [--quick]` (about 2 minutes; `--quick` about 1).
 
 1. Hit rate. Every trace of ../shared/traces/ is replayed (at most `REQUESTS` requests per
@@ -44,6 +44,7 @@ AGGRESSIVE = """
 recent_keep = 1
 max_chars = 300
 keep_chars = 100
+when_cache_cold_s = 0
 [tenants.default.budgets]
 persist_over_chars = 8000
 command_max_chars = 4000

@@ -200,7 +200,7 @@ def cache_table(results: dict[str, Any]) -> str:
              f"{r['cached_share']:.1%}", f"{r['cached_share_after_first']:.1%}",
              f"{r['relative_cost']:.2f}"] for r in results["cache"]["rows"]]
     return (f"{results['cache']['traces']} sessions, simulated caches (see "
-            "`benchmarks/cachesim.py`); relative cost = input cost with cache pricing / direct "
+            "`proxy/cost/cachesim.py`); relative cost = input cost with cache pricing / direct "
             "prompt tokens without cache.\n\n"
             + table(["provider", "setup", "prompt tokens", "cached", "cached share",
                      "after turn 1", "relative cost"], rows))

@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks.replay import MODELS, Replayed, replay, rig, trace_names
 
 CONFIGS = {
-    "defaults (128k, auto)": "",
+    "defaults (128k)": "",
     "aggressive (20k)": "\n[tenants.default.compact]\nthreshold_tokens = 20000\n",
 }
 

@@ -4,7 +4,8 @@ The house, bottom floor first (a module imports only its own floor or the ones b
 architecture test, `tests/test_architecture.py`, walks the imports and checks it):
 
     foundation   types, errors, ports, content, history, identity, sse, usage, models, logs,
-                 exact_json: plain data, wire formats, the seams; pure (no I/O, no network)
+                 exact_json: plain data, wire formats, the seams; pure (no I/O, no network); and
+                 memory/, the learned facts' formats (imports the foundation modules only)
     pure rooms   stages/ (message transforms), translate/ (wire translation), recall/ (what was
                  cut, by ref), cost/ (prices): each imports the foundation only, never another
     compaction/  everything about summarizing a history

@@ -2,34 +2,37 @@
 and it takes `environ` as a parameter.
 
 Every key is checked once at start-up: an unknown key, a wrong type or a bad value raises
-`ConfigError` naming the key and the file. Paths are relative to the config file.
+`ConfigError` naming the key and the file. Paths are relative to the config file. A tenant that
+sets no `prune.when_cache_cold_s` gets its upstream's cache lifetime (`cache_cold_after_s`).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from proxy.config_tables import build_table, expect_table
-from proxy.errors import ConfigError
+from proxy.errors import ConfigError, InvalidSetting
 from proxy.logs import LOG_LEVELS
+from proxy.memory.ledger import MemorySettings
 from proxy.settings import (
     ServerSettings,
     Settings,
     StoreSettings,
     TenantSettings,
     UpstreamSettings,
+    cache_cold_after_s,
+    check_workers_share_a_store,
 )
 
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "recall")
+MIN_SECRET_CHARS = 32  # a compaction handle secret's least length (bytes of its UTF-8)
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory", "recall")
 """A tenant's sub-tables, one settings object each."""
 INTERNAL = frozenset({"recall_tool"})
 """Settings fields the tenant's stack sets from other tables: never TOML keys."""
@@ -40,7 +43,9 @@ def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
     if path is None and environ.get("CTXPROXY_CONFIG"):
         path = Path(environ["CTXPROXY_CONFIG"])
     settings = default_settings(environ) if path is None else _from_file(path, environ)
-    return _with_env_overrides(settings, environ)
+    settings = _with_env_overrides(settings, environ)
+    check_workers_share_a_store(settings)
+    return settings
 
 
 def cli_key(flag: str | None, *, environ: Mapping[str, str]) -> str | None:
@@ -73,13 +78,18 @@ def default_settings(environ: Mapping[str, str]) -> Settings:
     """No config: the embedded store, tenant `default`, the upstream from `OPENAI_BASE_URL`.
 
     The tenant has no workspace (DESIGN §5): nothing is prepended to a stranger's traffic,
-    whatever the current folder. The sample workspace serves the example config and the demo."""
+    whatever the current folder. The sample workspace serves the example config and the demo.
+    For the same reason it learns no facts: any bearer is this tenant, and a fact one client's
+    conversation taught would be shown to every other (configure a tenant to have memory)."""
     upstream = UpstreamSettings(
         name="openai",
         base_url=environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         api_key=environ.get("OPENAI_API_KEY") or None,
     )
-    return Settings(upstreams={"openai": upstream}, tenants={"default": TenantSettings()})
+    tenant = TenantSettings(memory=MemorySettings(enabled=False))
+    prune = replace(tenant.prune, when_cache_cold_s=cache_cold_after_s(upstream.cache_style, "5m"))
+    tenant = replace(tenant, prune=prune)
+    return Settings(upstreams={"openai": upstream}, tenants={"default": tenant})
 
 
 def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
@@ -94,11 +104,13 @@ def _from_file(path: Path, environ: Mapping[str, str]) -> Settings:
     if unknown:
         raise ConfigError("unknown section", key=sorted(unknown)[0], file=file)
     base = path.resolve().parent
-    server = build_table(ServerSettings, raw.get("server", {}), "server", file)
+    allowed = {f.name for f in fields(ServerSettings)} - {"secret"}
+    server = build_table(ServerSettings, raw.get("server", {}), "server", file, allowed=allowed)
     for digest in server.admin_keys:
         _check_digest(digest, "server.admin_keys", file)
+    server = _with_secret(server, environ, file)
+    server = replace(server, prices=_prices(server.prices, base, file))
     store = build_table(StoreSettings, raw.get("store", {}), "store", file)
-    _check_store_url(store.url, file)
     upstreams = {
         name: _upstream(name, table, environ, file)
         for name, table in expect_table(raw.get("upstreams", {}), "upstreams", file).items()
@@ -159,6 +171,9 @@ def _tenant(
     built = {
         stage: _stage(tenant, stage, stages[stage], f"{where}.{stage}", file) for stage in STAGES
     }
+    if "when_cache_cold_s" not in stages["prune"]:
+        cold = cache_cold_after_s(upstreams[tenant.upstream].cache_style, built["cache"].ttl)
+        built["prune"] = replace(built["prune"], when_cache_cold_s=cold)
     summarizer = built["compact"].summarizer_upstream
     if summarizer is not None and summarizer not in upstreams:
         raise ConfigError(
@@ -180,6 +195,19 @@ def _stage(tenant: TenantSettings, stage: str, table: Any, where: str, file: str
     cls = type(getattr(tenant, stage))
     allowed = {f.name for f in fields(cls)} - INTERNAL
     return build_table(cls, table, where, file, allowed=allowed)
+
+
+def _prices(path: str, base: Path, file: str) -> str:
+    """The price table's path, relative to the config file's folder: a configured one must be a
+    file; without the key, `prices.toml` beside the config file when it exists, else none."""
+    if not path:
+        beside = base / "prices.toml"
+        return str(beside) if beside.is_file() else ""
+    resolved = (base / path).resolve()
+    if not resolved.is_file():
+        problem = "is not a file" if resolved.exists() else "does not exist"
+        raise ConfigError(f"{resolved} {problem}", key="server.prices", file=file)
+    return str(resolved)
 
 
 def _workspace(path: Path | None, base: Path, key: str, file: str) -> Path | None:
@@ -211,56 +239,23 @@ def _default_tenant(
     )
 
 
+def _with_secret(server: ServerSettings, environ: Mapping[str, str], file: str) -> ServerSettings:
+    """`server` with the compaction handles' secret read from `secret_env`, which must name a
+    variable holding at least `MIN_SECRET_CHARS` characters."""
+    if server.secret_env is None:
+        return server
+    secret = environ.get(server.secret_env) or ""
+    if len(secret.encode()) < MIN_SECRET_CHARS:
+        rule = f"names a variable that is unset or shorter than {MIN_SECRET_CHARS} characters"
+        raise ConfigError(rule, key="server.secret_env", file=file)
+    return replace(server, secret=secret)
+
+
 def _check_digest(value: str, key: str, file: str) -> None:
     if not DIGEST.match(value):
         raise ConfigError(
             "must be sha256 hex digests (see `ctxproxy keys hash`)", key=key, file=file
         )
-
-
-def _check_store_url(url: str, file: str) -> None:
-    if not re.match(r"^(memory://|rediss?://|unix://)", url):
-        raise ConfigError(
-            "must be memory://, redis://, rediss:// or unix://", key="store.url", file=file
-        )
-
-
-def check_upstreams_are_not_self(settings: Settings) -> None:
-    """Raise `ConfigError` when an upstream's `base_url` is the proxy's own listen address
-    (same port; loopback, `localhost` and the wildcard addresses count as one host): every
-    request would come back to the proxy itself. Checked once the address is final (`serve`)."""
-    server = settings.server
-    for name, upstream in settings.upstreams.items():
-        if _same_address(upstream.base_url, server.host, server.port):
-            from_env = settings.source == "<defaults>"
-            key = "OPENAI_BASE_URL" if from_env else f"upstreams.{name}.base_url"
-            raise ConfigError(
-                f"{upstream.base_url} is this proxy's own address ({server.host}:{server.port});"
-                " every request would come back to it",
-                key=key,
-                file="<environment>" if from_env else settings.source,
-            )
-
-
-def _same_address(url: str, host: str, port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        url_port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:  # not a port number: not an address either
-        return False
-    url_host, host = (parts.hostname or "").lower(), host.strip("[]").lower()
-    return url_port == port and (url_host == host or (_is_local(url_host) and _is_local(host)))
-
-
-def _is_local(host: str) -> bool:
-    """Loopback (127.0.0.0/8, ::1, `localhost`) or a wildcard (0.0.0.0, ::): this machine."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
 
 
 def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Settings:
@@ -275,6 +270,8 @@ def _with_env_overrides(settings: Settings, environ: Mapping[str, str]) -> Setti
                 "must be an integer between 0 and 65535", key="CTXPROXY_PORT", file="<environment>"
             ) from exc
     if environ.get("CTXPROXY_STORE_URL"):
-        _check_store_url(environ["CTXPROXY_STORE_URL"], "<environment>")
-        store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        try:
+            store = replace(store, url=environ["CTXPROXY_STORE_URL"])
+        except InvalidSetting as exc:
+            raise ConfigError(exc.rule, key="CTXPROXY_STORE_URL", file="<environment>") from exc
     return replace(settings, server=server, store=store)

@@ -1,10 +1,12 @@
 """The seams the core depends on. Adapters in `proxy/adapters/` implement them.
 
 The state store is one backend split by who needs what: `SessionStore` (the engine: a session's
-state), `CompactionStore` (the compactor: archive, lock, fenced save), `OutputStore` (persisted
-tool outputs), `EventStore` (the events stream), `SessionViews` (the operator's reads);
+state), `CompactionStore` (the compactor: archive, lock, fenced save), `FactStore` (the facts
+compactions learn), `OutputStore` (persisted tool outputs), `EventStore` (the events stream),
+`SessionViews` (the operator's reads), `ResponseStore` (what the Responses edge keeps: the
+responses it served, the summaries behind compaction handles, the handles' secret);
 `StateStore` is all of them, with `ping` and `close`, for the app factory that wires them.
-`Summarizer`, `WorkspaceSource` and `Upstream` are the other edges.
+`Summarizer`, `WorkspaceSource`, `Upstream` and `ResponsesUpstream` are the other edges.
 
 Every port method is async except `WorkspaceSource.view` (a few `stat` calls, cached by mtime).
 A store method that cannot reach its backend raises `StoreUnavailable`; callers degrade.
@@ -13,16 +15,19 @@ A store method that cannot reach its backend raises `StoreUnavailable`; callers 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
+from proxy.memory.ledger import Scope
 from proxy.types import JSON, SessionState, StoredCompaction, WorkspaceView
 
 
 class SessionStore(Protocol):
     """A session's state: read before a request's stages run, written after it is answered."""
 
-    async def load(self, tenant: str, session: str) -> SessionState:
-        """State, sticky decisions and stored compactions of a session, in one round trip."""
+    async def load(self, tenant: str, session: str, *, memory: Scope | None = None) -> SessionState:
+        """State, sticky decisions and stored compactions of a session, in one round trip; with
+        a `memory` scope, the learned facts too (`SessionState.memory`: the tenant's, or the
+        session's own). A store may answer facts from a cache of its own while unchanged."""
         ...
 
     async def record_turn(
@@ -72,6 +77,26 @@ class CompactionStore(Protocol):
         ...
 
 
+class FactStore(Protocol):
+    """Learned facts (`proxy.memory`), by tenant and owner: `None` the tenant's own, a session
+    id that session's. Each fact is kept once (by `proxy.memory.fact.fact_key`), even when
+    replicas add at the same time; past `max_lines` the oldest go."""
+
+    async def add_facts(
+        self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
+    ) -> int:
+        """Append the fact lines not already kept; how many were new."""
+        ...
+
+    async def read_facts(self, tenant: str, owner: str | None) -> tuple[str, ...]:
+        """The kept fact lines, oldest first."""
+        ...
+
+    async def forget_facts(self, tenant: str, owner: str | None, pattern: str) -> int:
+        """Remove the facts `pattern` matches (`proxy.memory.fact.matches`); how many."""
+        ...
+
+
 class OutputStore(Protocol):
     """Full tool outputs that a `<persisted-output>` block stands for, by tenant and id."""
 
@@ -106,7 +131,39 @@ class SessionViews(Protocol):
         ...
 
 
-class StateStore(SessionStore, CompactionStore, OutputStore, EventStore, SessionViews, Protocol):
+RecordKind = Literal["response", "summary"]
+"""A Responses edge record: a response served (`previous_response_id`), or the summary a
+compaction handle points to."""
+
+
+class ResponseStore(Protocol):
+    """Records of the Responses edge, by tenant, kind and id, each kept for the session TTL;
+    and the secret that signs compaction handles, the same for every replica."""
+
+    async def put_record(self, tenant: str, kind: RecordKind, record_id: str, value: bytes) -> None:
+        """Keep `value` (replacing one of the same id) for the session TTL."""
+        ...
+
+    async def get_record(self, tenant: str, kind: RecordKind, record_id: str) -> bytes | None:
+        """The kept value, or None (never kept, expired, or another tenant's)."""
+        ...
+
+    async def handle_secret(self, candidate: bytes) -> bytes:
+        """The handle secret kept in the store; `candidate` becomes it when there is none yet
+        (replicas starting at once agree on the first one written). Kept without expiry."""
+        ...
+
+
+class StateStore(
+    SessionStore,
+    CompactionStore,
+    FactStore,
+    OutputStore,
+    EventStore,
+    SessionViews,
+    ResponseStore,
+    Protocol,
+):
     """All of the above in one backend (Redis or in-memory), as the app factory builds it and
     hands each user the port it needs; plus its health and its end."""
 
@@ -148,7 +205,24 @@ class Upstream(Protocol):
     """Sends a final chat-completions body (OpenAI format) to a provider."""
 
     async def send_chat(
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
+    ) -> UpstreamReply:
+        """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only.
+        `previous_id`: the session's previous answer's id, for an upstream that asks the
+        provider's cache-miss diagnostics about it (others ignore it)."""
+        ...
+
+
+class ResponsesUpstream(Protocol):
+    """Sends a final Responses API body to a provider that serves `/responses`."""
+
+    async def send_responses(
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
     ) -> UpstreamReply:
-        """Raises `UpstreamUnreachable` / `UpstreamTimeout` before the first byte only."""
+        """As `Upstream.send_chat`; a stream is the upstream's Responses events, as they come."""
         ...

@@ -53,6 +53,9 @@ class SessionState(NamedTuple):
     decisions: Mapping[str, str] = _NOTHING
     """tool_call_id -> the exact content that pruning replaced the result with (sticky)."""
     compactions: tuple[StoredCompaction, ...] = ()
+    memory: tuple[str, ...] = ()
+    """The learned facts this session sees (its tenant's or its own, by the tenant's memory
+    scope), oldest first, as `proxy.memory.fact` lines; empty when not asked for."""
 
     def int_field(self, name: str, default: int = 0) -> int:
         try:

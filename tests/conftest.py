@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.redis_cluster import RedisCluster, SentinelSet
 from tests.redis_server import RedisServer
 
 # The suite runs on shared machines: how fast examples are drawn says nothing about the code.
@@ -24,6 +25,29 @@ def redis_server() -> Iterator[RedisServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A real Redis Cluster of six nodes (three primaries with a replica each), shared by the
+    tests that only read and write; a test that kills a node starts its own."""
+    cluster = RedisCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def sentinel_set() -> Iterator[SentinelSet]:
+    """A real primary, its replica and three sentinels, shared like `redis_cluster`."""
+    sentinels = SentinelSet()
+    try:
+        sentinels.start()
+        yield sentinels
+    finally:
+        sentinels.stop()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """The architecture of STYLE.md, checked by walking every module's imports (ast):
 
 - the import direction: a module imports only its own floor or the floors below it (`FLOORS`);
-  the pure rooms (stages/, translate/, recall/, cost/) import the foundation and themselves only,
+  a foundation room (memory/) imports the foundation modules and itself only; the pure rooms
+  (stages/, translate/, recall/, cost/) import the foundation and themselves only,
   and adapter rooms never each other;
 - network libraries only at the edges (adapters/, server/, cli/, demo/); no I/O module at all in
   the pure modules (everything but the async shells and the edges);
@@ -31,8 +32,12 @@ FOUNDATION = {
     "types", "errors", "ports", "content", "history", "identity", "sse", "usage", "models", "logs",
     "exact_json",
 }  # fmt: skip
+FOUNDATION_ROOMS = ("memory",)
+"""Packages on the foundation floor: pure, importing only the foundation (`proxy.memory`, the
+learned facts' formats, which the bootstrap stage, compaction and the stores share)."""
 FLOORS = {
     "foundation": 0,
+    **dict.fromkeys(FOUNDATION_ROOMS, 0),
     **dict.fromkeys(PURE_ROOMS, 1),
     "compaction": 2,
     **dict.fromkeys(EDGE_ROOMS, 2),
@@ -46,6 +51,7 @@ FLOORS = {
 }
 SHELLS = {
     "compaction/compactor.py",  # background tasks (asyncio), behind the ports
+    "compaction/writeback.py",  # the facts' write, bounded by a timeout (asyncio), behind a port
     "recall/answer.py",  # the async shell of one recall call, behind a port
     "config.py",  # reads the TOML file
     "config_tables.py",  # `Path` settings
@@ -131,6 +137,8 @@ def test_imports_go_down_the_floors(path: Path) -> None:
             continue  # a package's map holds no code
         other, other_floor = floor_of(target)
         assert other_floor <= floor, f"{rel(path)} imports {rel(target)}, a floor above"
+        if room in FOUNDATION_ROOMS:
+            assert other in ("foundation", room), f"{rel(path)} imports {rel(target)}"
         if floor == other_floor == FLOORS["stages"]:
             assert other == room, f"{rel(path)} imports {rel(target)}: pure rooms are siblings"
         if room == other == "adapters":
@@ -191,6 +199,8 @@ def _immutable(value: ast.expr | None) -> bool:
         return _immutable(value.left) and (_immutable(right) or isinstance(right, ast.Set))
     if isinstance(value, ast.UnaryOp):
         return _immutable(value.operand)
+    if isinstance(value, ast.Starred):  # `(*TERMINAL, "done")`: a tuple of immutable parts
+        return _immutable(value.value)
     if isinstance(value, ast.Tuple):
         return all(_immutable(item) for item in value.elts)
     if isinstance(value, ast.Call):

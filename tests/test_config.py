@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from proxy.cli.preflight import check_upstreams_are_not_self
 from proxy.config import (
     STAGES,
-    check_upstreams_are_not_self,
     cli_key,
     cli_log_level,
+    default_settings,
     load_settings,
 )
 from proxy.errors import ConfigError
+from proxy.memory.ledger import MemorySettings
 from proxy.recall.tool import RecallSettings
+from proxy.settings import ServerSettings, check_workers_share_a_store, parse_store_url
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
 
@@ -33,7 +37,10 @@ def test_documented_example_loads_with_every_section() -> None:
     assert settings.upstreams["claude"].kind == "anthropic"
     assert tenant.workspace == (EXAMPLE.parent / "workspaces" / "default").resolve()
     assert tenant.budgets.command_tools == ("bash", "shell")
-    assert tenant.compact.threshold_tokens == "auto" and tenant.prune.recent_keep == 2
+    assert tenant.compact.threshold_tokens == 25_000 and tenant.prune.recent_keep == 2
+    assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
+    assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
+    assert settings.server.prices == str(EXAMPLE.parent / "prices.toml")  # found beside it
     assert tenant.recall == RecallSettings()
     assert tenant.compact.keep_first_user and tenant.compact.keep_first_user_max_chars == 8000
 
@@ -52,6 +59,25 @@ def test_recall_and_keep_first_user_are_read_from_their_tables(tmp_path: Path) -
     assert tenant.compact.keep_first_user_max_chars == 300
 
 
+def test_prices_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "p.toml").write_text("", encoding="utf-8")
+    settings = load_settings(write(tmp_path, '[server]\nprices = "tables/p.toml"\n'), environ={})
+    assert settings.server.prices == str(tmp_path.resolve() / "tables" / "p.toml")
+
+
+def test_without_a_prices_key_or_a_table_beside_the_config_nothing_is_priced(
+    tmp_path: Path,
+) -> None:
+    assert load_settings(write(tmp_path, ""), environ={}).server.prices == ""
+
+
+def test_a_missing_price_table_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        load_settings(write(tmp_path, '[server]\nprices = "nope.toml"\n'), environ={})
+    assert "server.prices" in str(caught.value)
+
+
 def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
     settings = load_settings(None, environ={"OPENAI_BASE_URL": "http://up/v1"})
     assert settings.store.url == "memory://"
@@ -59,6 +85,17 @@ def test_no_config_means_embedded_store_default_tenant_and_openai_env() -> None:
     assert settings.upstreams["openai"].base_url == "http://up/v1"
     assert list(settings.tenants) == ["default"]
     assert settings.tenants["default"].forward_client_key
+
+
+def test_only_a_configured_tenant_learns_facts_by_default(tmp_path: Path) -> None:
+    """The implicit tenant takes any bearer: what one client taught it would reach the next."""
+    assert not load_settings(None, environ={}).tenants["default"].memory.enabled
+    implicit = load_settings(write(tmp_path, "[server]\nport = 9000\n"), environ={})
+    assert not implicit.tenants["default"].memory.enabled
+    configured = load_settings(write(tmp_path, "[tenants.a]\n"), environ={})
+    assert configured.tenants["a"].memory == MemorySettings()
+    session = load_settings(write(tmp_path, "[tenants.a.memory]\nscope = 'session'\n"), environ={})
+    assert session.tenants["a"].memory.scope == "session"
 
 
 def test_environment_overrides_win(tmp_path: Path) -> None:
@@ -137,6 +174,9 @@ def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: s
             "compact.keep_first_user_max_chars",
             "must be at least 200",
         ),
+        ("[tenants.a.memory]\nmax_lines = 0\n", "memory.max_lines", "must be at least 1"),
+        ("[tenants.a.memory]\nscope = 'user'\n", "memory.scope", 'must be "tenant" or "session"'),
+        ("[tenants.a.memory]\nforever = true\n", "memory.forever", "unknown key"),
     ],
 )
 def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
@@ -340,3 +380,127 @@ def test_serve_pointed_at_itself_exits_2_with_one_line(
     assert main(["serve", "--port", "8787"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_BASE_URL" in err and "own address" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "kind", "nodes", "service", "db", "tls"),
+    [
+        ("memory://", "memory", (), "", 0, False),
+        ("redis://r:6379/4", "redis", (), "", 0, False),
+        ("unix:///run/redis.sock?db=2", "redis", (), "", 0, False),
+        ("redis+cluster://a:7000", "cluster", (("a", 7000),), "", 0, False),
+        (
+            "rediss+cluster://:pw@a:7000,b:7001,[::1]:7002/",
+            "cluster",
+            (("a", 7000), ("b", 7001), ("::1", 7002)),
+            "",
+            0,
+            True,
+        ),
+        (
+            "redis+sentinel://s1:26379,s2:26380/main",
+            "sentinel",
+            (("s1", 26379), ("s2", 26380)),
+            "main",
+            0,
+            False,
+        ),
+        ("redis+sentinel://s1:26379/main/5", "sentinel", (("s1", 26379),), "main", 5, False),
+    ],
+)
+def test_store_urls_of_each_kind(
+    url: str, kind: str, nodes: tuple[tuple[str, int], ...], service: str, db: int, tls: bool
+) -> None:
+    address = parse_store_url(url)
+    assert (address.kind, address.nodes, address.service, address.db, address.tls) == (
+        kind, nodes, service, db, tls,
+    )  # fmt: skip
+
+
+def test_store_url_credentials_are_read_and_never_shown() -> None:
+    address = parse_store_url("redis+cluster://user:p%40ss@a:7000")
+    assert (address.username, address.password) == ("user", "p@ss")
+    assert "p@ss" not in repr(address)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://x", "must be one of memory://"),
+        ("redis+cluster://a:7000/0", "a Redis Cluster has database 0 only: remove '/0'"),
+        ("redis+cluster://a:7000/3", "remove '/3'"),
+        ("redis+cluster://a", "needs host:port for every node, not 'a'"),
+        ("redis+cluster://a:7000,:7001", "needs host:port for every node"),
+        ("redis+cluster://a:7000?ssl_cert_reqs=none", "takes no options"),
+        ("redis+sentinel://s:26379", "must name the service"),
+        ("redis+sentinel://s:26379/main/x", "must name the service"),
+        ("redis://r:port/0", "has a bad port"),
+        ("redis://r:6379/zero", "database must be a number"),
+    ],
+)
+def test_a_bad_store_url_is_one_line_naming_store_url(tmp_path: Path, url: str, says: str) -> None:
+    path = write(tmp_path, f"[store]\nurl = '{url}'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "store.url"
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_store_url_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, environ={"CTXPROXY_STORE_URL": "redis+cluster://a:1/2"})
+    assert (caught.value.key, caught.value.file) == ("CTXPROXY_STORE_URL", "<environment>")
+
+
+def test_workers_need_a_shared_store(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nworkers = 2\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == "server.workers"
+    assert "2 workers need a shared store" in str(caught.value)
+    shared = load_settings(path, environ={"CTXPROXY_STORE_URL": "redis+cluster://a:7000"})
+    assert shared.server.workers == 2
+    with pytest.raises(ConfigError) as flag:
+        check_workers_share_a_store(
+            replace(default_settings({}), server=ServerSettings(workers=3)), from_flag=True
+        )
+    assert flag.value.key == "--workers"
+
+
+@pytest.mark.parametrize(
+    ("upstream", "cache", "cold_s"),
+    [
+        ('kind = "anthropic"', "", 300.0),
+        ('kind = "anthropic"', '[tenants.a.cache]\nttl = "1h"\n', 3600.0),
+        ('kind = "openai"', "", 600.0),
+        ('kind = "openai"\ncache_style = "none"', "", 0.0),
+    ],
+    ids=["anthropic-5m", "anthropic-1h", "openai", "no-cache"],
+)
+def test_pruning_waits_for_the_upstreams_cache_to_go_cold_unless_set(
+    tmp_path: Path, upstream: str, cache: str, cold_s: float
+) -> None:
+    base = f"[upstreams.u]\n{upstream}\n[tenants.a]\nupstream = 'u'\n{cache}"
+    settings = load_settings(write(tmp_path, base), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == cold_s
+    own = base + "[tenants.a.prune]\nwhen_cache_cold_s = 42\n"
+    settings = load_settings(write(tmp_path, own), environ={})
+    assert settings.tenants["a"].prune.when_cache_cold_s == 42.0
+
+
+def test_defaults_compact_at_25000_tokens_and_prune_once_the_cache_is_cold() -> None:
+    tenant = load_settings(None, environ={}).tenants["default"]
+    assert tenant.compact.threshold_tokens == 25_000
+    assert tenant.prune.when_cache_cold_s == 600.0  # the default upstream is OpenAI's
+    assert tenant.prune.min_savings_chars == 0 and tenant.cache.ttl == "5m"
+
+
+def test_serve_with_a_malformed_price_table_exits_2_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proxy.cli.main import main
+
+    (tmp_path / "prices.toml").write_text('[models."m"]\ninput = -1\n', encoding="utf-8")
+    assert main(["serve", "--config", str(write(tmp_path, ""))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "server.prices" in err and "models.'m'" in err

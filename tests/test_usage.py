@@ -36,3 +36,29 @@ def test_usage_only_chunk_forms() -> None:
     assert is_usage_only_chunk({"choices": None, "usage": {"prompt_tokens": 1}})
     assert not is_usage_only_chunk({"choices": [{"delta": {}}], "usage": {"prompt_tokens": 1}})
     assert not is_usage_only_chunk({"choices": [], "usage": None})
+
+
+def test_openai_cache_write_tokens_count_as_cache_creation() -> None:
+    details = {"cached_tokens": 100, "cache_write_tokens": 900}
+    payload = {"usage": {"prompt_tokens": 1200, "prompt_tokens_details": details}}
+    assert usage_from(payload) == Usage(1200, 0, 100, 900)
+
+
+def test_anthropic_one_hour_writes_are_kept_apart() -> None:
+    split = {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 700}
+    payload = {
+        "usage": {
+            "prompt_tokens": 1200,
+            "cache_creation_input_tokens": 1000,
+            "cache_creation": split,
+        }
+    }
+    assert usage_from(payload) == Usage(1200, 0, 0, 1000, cache_write_1h_tokens=700)
+
+
+def test_one_hour_writes_never_exceed_the_writes() -> None:
+    split = {"ephemeral_1h_input_tokens": 5000}
+    payload = {
+        "usage": {"prompt_tokens": 9, "cache_creation_input_tokens": 8, "cache_creation": split}
+    }
+    assert usage_from(payload) == Usage(9, 0, 0, 8, cache_write_1h_tokens=8)

@@ -1,4 +1,4 @@
-"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, demo.
+"""The `ctxproxy` command: serve, keys, bootstrap preview, sessions, memory, demo.
 
 Every mistake on the command line or in the config is one line on stderr and exit status 2:
 a usage error names the flag, a config error the file and the key, a socket that cannot be
@@ -18,7 +18,7 @@ from typing import NoReturn, cast
 from proxy import __version__
 from proxy.errors import ConfigError
 from proxy.logs import LOG_LEVELS
-from proxy.settings import Settings
+from proxy.settings import Settings, check_workers_share_a_store
 
 
 class Parser(argparse.ArgumentParser):
@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default: [server] host, 127.0.0.1)")
     serve.add_argument(
         "--port", type=port_number, help="port to listen on (default: [server] port, 8787)"
+    )
+    serve.add_argument(
+        "--workers",
+        type=worker_count,
+        help="processes serving the port, each on a core (default: [server] workers, 1); "
+        "more than 1 needs a Redis store",
     )
     serve.add_argument(
         "--log-level",
@@ -95,12 +101,25 @@ def port_number(text: str) -> int:
     return port
 
 
+def worker_count(text: str) -> int:
+    """`--workers`: an integer from 1 to 256."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 256:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to 256, not {text!r}")
+    return count
+
+
 def add_extra_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`sessions` and `demo` live in their own modules."""
+    """`sessions`, `memory` and `demo` live in their own modules."""
+    from proxy.cli.memory import add_memory_command
     from proxy.cli.sessions import add_sessions_command
     from proxy.demo.command import add_demo_command
 
     add_sessions_command(commands)
+    add_memory_command(commands)
     add_demo_command(commands)
 
 
@@ -117,10 +136,12 @@ def run_serve(args: argparse.Namespace) -> int:
     import logging
     from dataclasses import replace
 
-    from proxy.config import check_upstreams_are_not_self, cli_log_level, load_settings
+    from proxy.cli.preflight import check_upstreams_are_not_self
+    from proxy.config import cli_log_level, load_settings
     from proxy.logs import configure_logging
     from proxy.server.app import create_app
     from proxy.server.runner import serve
+    from proxy.server.workers import serve_workers
 
     level = args.log_level or cli_log_level(os.environ)
     settings = load_settings(args.config, environ=os.environ)
@@ -129,17 +150,22 @@ def run_serve(args: argparse.Namespace) -> int:
         settings.server,
         host=args.host or settings.server.host,
         port=settings.server.port if args.port is None else args.port,
+        workers=args.workers or settings.server.workers,
     )
     settings = replace(settings, server=server)
     check_upstreams_are_not_self(settings)
+    check_workers_share_a_store(settings, from_flag=args.workers is not None)
     store = settings.store.url.split("@")[-1]
+    workers = f", {server.workers} workers" if server.workers > 1 else ""
 
     def serving(url: str) -> None:
         logging.getLogger("proxy").info(
-            "ctxproxy serving on %s (store %s, config %s)", url, store, settings.source
+            "ctxproxy serving on %s (store %s, config %s%s)", url, store, settings.source, workers
         )
 
     try:
+        if server.workers > 1:
+            return serve_workers(settings, count=server.workers, on_serving=serving)
         asyncio.run(
             serve(
                 create_app(settings),
@@ -199,10 +225,37 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         print(f"ctxproxy: no tenant {args.tenant!r} in {settings.source}", file=sys.stderr)
         return 2
     view = make_workspace(settings).view(args.tenant, args.session)
-    static, dynamic = assemble_system(view, settings=tenant.bootstrap)
+    facts = learned_facts(settings, args.tenant, args.session)
+    static, dynamic = assemble_system(view, settings=tenant.bootstrap, facts=facts)
     print("=== static part (cached, identical on every request) ===")
     print(static or "(empty)")
     print("=== client system content goes here ===")
     print("=== dynamic part (per user and session) ===")
     print(dynamic or "(empty)")
     return 0
+
+
+def learned_facts(settings: Settings, tenant: str, session: str) -> tuple[str, ...]:
+    """The facts the tenant's compactions learned, from the configured store (the embedded
+    store's are read from the workspace's files); none when memory is off or the store is down
+    (said on stderr)."""
+    import asyncio
+
+    from proxy.server.factories import make_store
+
+    memory = settings.tenants[tenant].memory
+    if not memory.enabled:
+        return ()
+
+    async def read() -> tuple[str, ...]:
+        store = make_store(settings)
+        try:
+            return await store.read_facts(tenant, memory.owner(session))
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(read())
+    except Exception as exc:
+        print(f"ctxproxy: learned facts not shown: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return ()

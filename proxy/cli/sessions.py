@@ -131,7 +131,11 @@ def run_sessions(args: argparse.Namespace) -> int:
 
 def add_sessions_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--redis", help="read Redis directly, e.g. redis://127.0.0.1:6379/0")
+    where.add_argument(
+        "--redis",
+        help="read Redis directly, e.g. redis://127.0.0.1:6379/0, redis+cluster://h:7000,h:7001 "
+        "or redis+sentinel://h:26379/mymaster",
+    )
     where.add_argument("--prefix", help="Redis key prefix (default: ctxproxy:)")
     where.add_argument("--url", help="a running proxy, e.g. http://127.0.0.1:8787")
     where.add_argument("--key", help="bearer token for --url (default: $CTXPROXY_KEY)")

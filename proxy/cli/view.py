@@ -77,17 +77,25 @@ def describe_event(event: Mapping[str, str]) -> str:
         parts.append(f"budgets cut {saved} chars")
     if event.get("compaction"):
         parts.append(f"compaction {event['compaction']}")
+    if event.get("cache_miss"):
+        parts.append(f"cache miss: {event['cache_miss']}")
+    if event.get("cost_usd"):
+        parts.append(f"${float(event['cost_usd']):.4f}")
     if event.get("latency_ms"):
         parts.append(f"{float(event['latency_ms']):.0f} ms")
     return " · ".join(parts)
 
 
-COLUMNS = ("tenant", "session", "model", "context", "cached", "compactions", "requests", "event")
-HEADERS = MappingProxyType({"context": "last prompt / threshold", "event": "last event"})
+COLUMNS = (
+    "tenant", "session", "model", "context", "cached", "miss", "compactions", "requests", "event",
+)  # fmt: skip
+HEADERS = MappingProxyType(
+    {"context": "last prompt / threshold", "miss": "last miss", "event": "last event"}
+)
 SHORT_HEADERS = MappingProxyType(
     {**HEADERS, "context": "context", "compactions": "comp.", "requests": "req."}
 )
-DROPPED_FIRST = ("model", "cached", "requests", "tenant", "compactions")
+DROPPED_FIRST = ("miss", "model", "cached", "requests", "tenant", "compactions")
 """Narrower than the full table, columns go in this order until it fits (`tenant` moves in
 front of the session, or into the title when every row has the same)."""
 EVENT_MIN_WIDTH = 24
@@ -187,10 +195,17 @@ def _cells(
             short=short,
         ),
         "cached": Text(f"{cached * 100 // prompt}%" if prompt else "-"),
+        "miss": Text(last_miss(row, now=now)),
         "compactions": Text(str(number(row, "compactions"))),
         "requests": Text(str(number(row, "requests"))),
         "event": Text(f"{describe_event(event)} · {updated}" if event else updated),
     }
+
+
+def last_miss(state: Mapping[str, str], *, now: float) -> str:
+    """`prune 3m ago`: the cause of the session's last cache miss and when; `-` for none."""
+    cause = state.get("last_miss_cause")
+    return f"{cause} {ago(float(state.get('last_miss_at') or 0), now)}" if cause else "-"
 
 
 def session_detail_view(detail: Mapping[str, Any], *, now: float) -> RenderableType:
@@ -202,6 +217,12 @@ def session_detail_view(detail: Mapping[str, Any], *, now: float) -> RenderableT
     facts.add_column("value")
     facts.add_row("context", context_bar(number(state, "last_prompt_tokens"),
                                          number(state, "threshold_tokens")))  # fmt: skip
+    if state.get("last_miss_cause"):
+        facts.add_row("last cache miss", f"{last_miss(state, now=now)}: read "
+                      f"{number(state, 'last_miss_read')} of "
+                      f"{number(state, 'last_miss_expected')} cached tokens"
+                      + (f" (provider: {state['last_miss_provider']})"
+                         if state.get("last_miss_provider") else ""))  # fmt: skip
     for name in sorted(state):
         value = state[name]
         if name == "updated_at":

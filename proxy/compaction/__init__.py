@@ -9,11 +9,11 @@ Modules, in the order a request meets them:
     job         what one compaction is given (`CompactionJob`) and ends in (`CompactionOutcome`)
     compactor   the async shell: lock, archive, one summarizer call, fenced save; background
                 tasks
+    writeback   the facts the summarizer answered with, kept beside the summary (memory)
     plan        where the history is cut and what replaces it (summary, preserved tool output)
     prompt      the summarizer's request and the reading of its answer
 
-Pure but for `compactor` and `trigger`, which reach the store and the summarizer only through
-ports (`proxy.ports`). May import the foundation and stages/; never the engine, an adapter, the
-server or a network library. Memory write-back belongs here, beside the summary it is written
-with.
+Pure but for `compactor`, `writeback` and `trigger`, which reach the store and the summarizer
+only through ports (`proxy.ports`). May import the foundation (memory/ included) and stages/;
+never the engine, an adapter, the server or a network library.
 """

@@ -1,4 +1,5 @@
-"""The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3).
+"""The async shell of compaction: lock, archive, one summarizer call, fenced save (DESIGN §3),
+and the facts the summarizer answered with kept beside the summary (`MemoryWriter`, issue 19).
 
 Only ports are used here (`CompactionStore`, `Summarizer`); every decision is a pure function
 (`proxy.compaction.plan`: what is cut and what replaces it; `proxy.compaction.prompt`: the
@@ -27,9 +28,8 @@ from proxy.compaction.job import CompactionJob, CompactionOutcome, Status, clien
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import worth_compacting
 from proxy.compaction.stored import json_chars, stored_compaction
+from proxy.compaction.writeback import Learned, MemoryWriter
 from proxy.ports import CompactionStore, Summarizer
-from proxy.recall.first_user import kept_first_user
-from proxy.recall.refs import summary_line
 from proxy.types import Message, StoredCompaction
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ OnDone = Callable[[CompactionOutcome], Awaitable[None]]
 
 class Compactor:
     """Compacts sessions through the ports; holds a reference to every background task.
-    `summarizers` are by upstream name."""
+    `summarizers` are by upstream name; `memory` keeps the facts of every summary that a job
+    asks for (without it, none are kept)."""
 
     def __init__(
         self,
@@ -48,8 +49,10 @@ class Compactor:
         summarizers: Mapping[str, Summarizer],
         lock_ttl_ms: int | None = None,
         clock: Callable[[], float] = time.time,
+        memory: MemoryWriter | None = None,
     ) -> None:
         self._store = store
+        self._memory = memory
         self._summarizers = summarizers
         self._lock_ttl_ms = lock_ttl_ms
         self._clock = clock
@@ -95,13 +98,14 @@ class Compactor:
         token: str,
     ) -> CompactionOutcome:
         """Under the lock: archive, summarize and splice, then the fenced save. The first step
-        that fails is the outcome, and nothing after it runs."""
+        that fails is the outcome, and nothing after it runs, but for the facts of an answer,
+        which are kept whatever becomes of its summary (beside the save, never in its way)."""
         archive_id = await self._archive(job)
         if archive_id is None:
             return _outcome(job, "failed", "archive")
-        summary, reason = await summarize(job, plan, summarizer)
+        summary, reason, answer = await summarize(job, plan, summarizer)
         if not summary:
-            return _outcome(job, "failed", reason)
+            return _learned(_outcome(job, "failed", reason), await self._learn(job, answer))
         messages = compacted_history(job, plan, covers, summary)
         compaction = stored_compaction(
             job.client_history,
@@ -113,7 +117,10 @@ class Compactor:
             created_at=self._clock(),
             archive_id=archive_id,
         )
-        outcome = await self._save(job, messages, compaction, token)
+        outcome, learned = await asyncio.gather(
+            self._save(job, messages, compaction, token), self._learn(job, answer)
+        )
+        outcome = _learned(outcome, learned)
         if outcome.status != "done":
             return outcome
         summarized, kept = job.working[: plan.split], len(job.working) - plan.split
@@ -125,6 +132,32 @@ class Compactor:
                 job.working, plan, keep_first_user=job.settings.keep_first_user
             ),
         )
+
+    async def summarize_all(self, job: CompactionJob) -> CompactionOutcome:
+        """A client's own compaction request (the Responses API's): `job.plan` covers the whole
+        working history, summarized in one call after the archive (best effort: the client
+        drops its history whatever is kept here). `done` with `messages` = the summary and the
+        preserved tool output standing for it all; nothing is stored in the session and no lock
+        is taken (the caller keeps the messages behind a handle). `failed` with why when no
+        summary came; the facts of an answer are kept either way."""
+        plan = job.plan
+        if plan is None or not job.working:
+            return _outcome(job, "failed", "nothing_to_summarize")
+        summarizer = self._summarizer(job.settings.summarizer_upstream or job.upstream)
+        if summarizer is None:
+            return _outcome(job, "failed", "no_summarizer")
+        await self._archive(job)
+        summary, reason, answer = await summarize(job, plan, summarizer)
+        learned = await self._learn(job, answer)
+        if not summary:
+            return _learned(_outcome(job, "failed", reason), learned)
+        messages = compacted_history(job, plan, len(job.client_history), summary)
+        return _learned(CompactionOutcome("done", "compacted", tuple(messages)), learned)
+
+    async def _learn(self, job: CompactionJob, answer: str | None) -> Learned:
+        if self._memory is None:
+            return Learned()
+        return await self._memory.learn(job, answer)
 
     async def _archive(self, job: CompactionJob) -> str | None:
         """Archive the full history as the client sent it, before anything is dropped: the
@@ -202,37 +235,41 @@ class Compactor:
 
 async def summarize(
     job: CompactionJob, plan: CompactionPlan, summarizer: Summarizer
-) -> tuple[str, str]:
-    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`, `empty_summary`)."""
-    settings, model = job.settings, job.model
+) -> tuple[str, str, str | None]:
+    """The summary text, or "" and why not (`render`, `timeout`, `summarizer`,
+    `empty_summary`); and the answer it was read from (None when there was none)."""
+    settings, model, memory = job.settings, job.model, job.memory is not None
     try:
         if job.use_transcript:
             prefix = job.working[: plan.split]
-            body = prompt.build_transcript_body(prefix, settings=settings, model=model)
+            body = prompt.build_transcript_body(
+                prefix, settings=settings, model=model, memory=memory
+            )
         elif job.prefix_body is None:
-            return "", "render"  # the prefix could not be rendered
+            return "", "render", None  # the prefix could not be rendered
         else:
-            body = prompt.build_summary_body(job.prefix_body, settings=settings, model=model)
+            body = prompt.build_summary_body(
+                job.prefix_body, settings=settings, model=model, memory=memory
+            )
     except Exception:
-        return "", "render"
+        return "", "render", None
     try:
         async with asyncio.timeout(settings.timeout_s):
             text = await summarizer.complete(body, api_key=job.api_key)
     except TimeoutError:
-        return "", "timeout"
+        return "", "timeout", None
     except Exception as exc:
         log.warning("summarizer failed: %s", type(exc).__name__)
-        return "", "summarizer"
+        return "", "summarizer", None
     summary = prompt.extract_summary(text or "")
-    return summary, "" if summary else "empty_summary"
+    return summary, "" if summary else "empty_summary", text or ""
 
 
 def compacted_history(
     job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
 ) -> list[Message]:
-    """The first user message (`keep_first_user`, from the client's history: every compaction of
-    the conversation keeps the same text), the summary (with recall on, ending with the ref of
-    the client messages it stands for), preserved tool content (taken from the client's
+    """The first user message (`keep_first_user`), the summary (with recall on, its last line
+    naming the client messages it stands for), preserved tool content (taken from the client's
     unpruned messages), kept part."""
     settings = job.settings
     if job.applied is not None:
@@ -240,18 +277,16 @@ def compacted_history(
     else:
         source = list(job.client_history[:covers])
     preserved = decide.preserved_tool_content(source, settings=settings)
-    first = None
-    if settings.keep_first_user:
-        first = kept_first_user(
-            job.client_history[:covers],
-            max_chars=settings.keep_first_user_max_chars,
-            tool_name=settings.recall_tool,
-        )
-    tool = settings.recall_tool
-    line = summary_line(0, covers - 1, tool_name=tool) if tool else ""
+    first, line = decide.summary_frame(job.client_history, covers, settings=settings)
     return decide.splice_summary(
         job.working, plan, summary, preserved=preserved, first_user=first, last_line=line
     )
+
+
+def _learned(outcome: CompactionOutcome, learned: Learned) -> CompactionOutcome:
+    if not learned.outcome:
+        return outcome
+    return replace(outcome, memory=learned.outcome, facts_added=learned.added)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:

@@ -17,6 +17,7 @@ from typing import Literal
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import CompactSettings
 from proxy.exact_json import copy_json
+from proxy.memory.ledger import MemorySettings
 from proxy.types import JSON, Message, StoredCompaction
 
 Status = Literal["done", "skipped", "failed"]
@@ -27,7 +28,9 @@ class CompactionOutcome:
     """`done`: `messages` is the compacted working history and `compaction` was stored; it
     saved `saved_chars` of the request (JSON, may be negative) by summarizing `folded_chars` that
     no earlier summary held (`proxy.compaction.plan.folded_chars`).
-    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history."""
+    `skipped` / `failed` (with a `reason`, never content): `messages` is the working history.
+    `memory`: what became of the facts the summarizer was asked for (`proxy.compaction.writeback`;
+    "" when none were asked for), `facts_added` how many were new."""
 
     status: Status
     reason: str
@@ -35,6 +38,8 @@ class CompactionOutcome:
     compaction: StoredCompaction | None = None
     saved_chars: int = 0
     folded_chars: int = 0
+    memory: str = ""
+    facts_added: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +55,9 @@ class CompactionJob:
     caching); `upstream` names the tenant's upstream, used when `settings.summarizer_upstream`
     is unset; `efficiency` is how well the session's last compaction compressed
     (`proxy.compaction.policy.compaction_efficiency`); `forced` (the upstream said the context
-    is too long) compacts even when little can be saved.
+    is too long) compacts even when little can be saved. With `memory`, the summarizer is also
+    asked for durable facts, which are kept unless `known_facts` (the memory index the model
+    already has, as lines) holds them.
     """
 
     tenant: str
@@ -68,6 +75,8 @@ class CompactionJob:
     settings: CompactSettings = CompactSettings()  # noqa: RUF009 (frozen: one shared default)
     efficiency: float = 1.0
     forced: bool = False
+    memory: MemorySettings | None = None
+    known_facts: tuple[str, ...] = ()
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the

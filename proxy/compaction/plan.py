@@ -2,8 +2,9 @@
 
 `plan_compaction` picks the cut: `messages[:split]` are summarized, `messages[split:]` kept, and a
 tool result is never kept apart from its call. `splice_summary` replaces the summarized part by
-the first user message kept as it is (`keep_first_user`), one summary message, then the tool
-output `preserved_tool_content` keeps. User messages starting with `SUMMARY_PREFIX` or
+the first user message kept as it is (`keep_first_user`), one summary message (`summary_frame`
+gives the two: the kept message and the summary's last line), then the tool output
+`preserved_tool_content` keeps. User messages starting with `SUMMARY_PREFIX` or
 `PRESERVED_PREFIX` are an earlier compaction's output; with `keep_first_user`, the first other
 user message is the task, which stays: neither is news for a summary to fold in. Used by
 `proxy.compaction.compactor` around the summarizer call, never per request.
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 import orjson
 
 from proxy.compaction.policy import CompactSettings
+from proxy.recall.first_user import kept_first_user
+from proxy.recall.refs import summary_line
 from proxy.stages.prune import truncation_marker
 from proxy.types import Message
 from proxy.usage import CHARS_PER_TOKEN
@@ -165,6 +168,22 @@ def _cap(text: str, settings: CompactSettings) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n{truncation_marker(len(text))}"
+
+
+def summary_frame(
+    client_history: Sequence[Message], covers: int, *, settings: CompactSettings
+) -> tuple[Message | None, str]:
+    """What goes around a summary of the client's `client_history[:covers]`: the first user
+    message kept before it (`keep_first_user`; taken from the client's own history, so every
+    compaction of the conversation keeps the same text), and with recall on its last line,
+    naming the ref of the messages it stands for."""
+    tool = settings.recall_tool
+    first = None
+    if settings.keep_first_user:
+        first = kept_first_user(
+            client_history[:covers], max_chars=settings.keep_first_user_max_chars, tool_name=tool
+        )
+    return first, summary_line(0, covers - 1, tool_name=tool) if tool else ""
 
 
 def splice_summary(

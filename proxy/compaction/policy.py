@@ -21,8 +21,12 @@ BUFFER_TOKENS = 13_000
 
 @dataclass(frozen=True, slots=True)
 class CompactSettings:
+    """`threshold_tokens` 25,000 by default: the cheapest threshold from 25,000 up on the
+    recorded sessions, in dollars behind either provider's cache (`benchmarks/cost.py`);
+    `"auto"` = the model window − 33,000."""
+
     enabled: bool = True
-    threshold_tokens: int | Literal["auto"] = "auto"
+    threshold_tokens: int | Literal["auto"] = 25_000
     keep_recent: int = 4
     mode: Literal["sync", "async"] = "sync"
     soft_ratio: float = 0.8

@@ -4,7 +4,8 @@ Starts, in process, a SIMULATED upstream (`proxy.demo.upstream`) and the proxy i
 then plays a short agent session through the `openai` SDK (`proxy.demo.play`). Before each request
 it prints the token gauge (the prompt tokens the upstream reported last); it reports what
 bootstrap added, the moment a tool result is pruned and when the history is compacted, each
-measured by comparing what the agent sent with what the upstream received.
+measured by comparing what the agent sent with what the upstream received. Then a second session
+(a new session id, "the next day") opens with a fact the first one's compaction learned.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from proxy.demo.play import Send
 
 SESSION = "demo"
+NEXT_SESSION = "demo-next-day"
 
 
 def add_demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,7 +75,7 @@ async def play(*, console: Console, workdir: Path) -> int:
     import openai
 
     from proxy.demo.play import THRESHOLD, DemoSession, demo_settings, prepare_workspace
-    from proxy.demo.script import SYSTEM, turns
+    from proxy.demo.script import SYSTEM, next_turns, turns
     from proxy.demo.upstream import SimulatedUpstream
     from proxy.server.app import create_app
 
@@ -95,24 +97,50 @@ async def play(*, console: Console, workdir: Path) -> int:
             timeout=30,
             http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
         )
+        memory_md = workspace / "memory" / "MEMORY.md"
+        known = memory_md.read_text(encoding="utf-8") if memory_md.is_file() else ""
         async with client:
-            send = openai_sender(client)
-            session = DemoSession(console, send, upstream, system=SYSTEM, threshold=THRESHOLD)
-            for user_text, steps in turns():
-                await session.turn(user_text, steps)
-            session.gauge("after compaction")
+            for name, script in ((SESSION, turns()), (NEXT_SESSION, next_turns())):
+                if name == NEXT_SESSION:
+                    show_learned(console, workspace)
+                    console.print(f"\n[bold]The next day, a new session[/] ({name}): only what"
+                                  " the proxy keeps connects it to the first")  # fmt: skip
+                send = openai_sender(client, session=name)
+                session = DemoSession(console, send, upstream, system=SYSTEM, threshold=THRESHOLD,
+                                      workspace_memory=known)  # fmt: skip
+                for user_text, steps in script:
+                    await session.turn(user_text, steps)
+                if name == SESSION:
+                    session.gauge("after compaction")
     sessions = workspace / "sessions"
     console.print("\n[bold]Where to look[/]")
     console.print(f"  archive (full histories, before compaction): {sessions / 'raw.jsonl'}")
     console.print(
         f"  snapshot (the compacted history):            {sessions / f'ctx-{SESSION}.json'}"
     )
+    console.print(f"  facts learned at compactions:                {learned_file(workspace)}")
     console.print(f"  bootstrap files (edit user.md and re-run):   {workspace}")
     console.print(f"The workspace is kept; delete {workspace} to start again from the sample.")
     return 0
 
 
-def openai_sender(client: openai.AsyncOpenAI) -> Send:
+def learned_file(workspace: Path) -> Path:
+    return workspace / "memory" / "learned.md"
+
+
+def show_learned(console: Console, workspace: Path) -> None:
+    """The facts the proxy keeps for the tenant (the embedded store's file in the workspace)."""
+    from rich.text import Text
+
+    path = learned_file(workspace)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    facts = [line for line in lines if line.startswith("- ")]
+    console.print(f"  [magenta]✎ memory:[/] {len(facts)} fact(s) kept for the tenant, in {path}:")
+    for line in facts:
+        console.print(Text(f"    {line}"))
+
+
+def openai_sender(client: openai.AsyncOpenAI, *, session: str = SESSION) -> Send:
     """The agent's request, through the `openai` SDK as a real agent sends it."""
     from proxy.demo.script import tools
 
@@ -121,7 +149,7 @@ def openai_sender(client: openai.AsyncOpenAI) -> Send:
             model="simulated-model",
             messages=messages,  # type: ignore[arg-type]
             tools=tools(),  # type: ignore[arg-type]
-            extra_headers={"X-Ctx-Session": SESSION},
+            extra_headers={"X-Ctx-Session": session},
         )
         return raw.parse().model_dump(exclude_none=True), raw.headers
 

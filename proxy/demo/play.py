@@ -23,6 +23,7 @@ from proxy.demo.script import FILES, LISTING, call_transcript
 from proxy.demo.upstream import Call, Say, SimulatedUpstream
 from proxy.errors import ConfigError
 from proxy.settings import Settings, StoreSettings, TenantSettings, UpstreamSettings
+from proxy.stages.prune import PruneSettings
 from proxy.usage import CHARS_PER_TOKEN
 
 Send = Callable[[list[dict[str, Any]]], Awaitable[tuple[dict[str, Any], Mapping[str, str]]]]
@@ -34,6 +35,7 @@ FALLBACK_PROFILE = "# About the user\n\n- Name: Maya Lindqvist. Call her Maya.\n
 MAX_STEPS = 10
 MARGIN_TOKENS = 150
 SECTION = re.compile(r"<(soul|user_profile|agent|memory_index)>")
+MEMORY_INDEX = re.compile(r"<memory_index>\n(.*?)\n</memory_index>", re.DOTALL)
 
 
 class DemoSession:
@@ -45,8 +47,13 @@ class DemoSession:
         *,
         system: str,
         threshold: int,
+        workspace_memory: str = "",
     ) -> None:
+        """`workspace_memory`: the workspace's `memory/MEMORY.md`, so that the memory index's
+        other lines can be told as learned."""
         self._console = console
+        self._workspace_memory = set(workspace_memory.splitlines())
+        self._first = True
         self._send = send
         self._upstream = upstream
         self._threshold = threshold
@@ -103,11 +110,14 @@ class DemoSession:
         return message
 
     def _narrate(self, received: list[dict[str, Any]], *, headers: Mapping[str, str]) -> None:
-        if len(self._upstream.received) == 1:
+        if self._first:
+            self._first = False
             system = str(received[0].get("content", "")) if received else ""
             tags = ", ".join(f"<{t}>" for t in SECTION.findall(system))
             self._console.print(f"  [magenta]+ bootstrap:[/] {tags} added ({len(system)} chars"
                                 " of system prompt, the agent's own is inside)")  # fmt: skip
+            for line in self._learned(system):
+                self._console.print(Text(f"  + remembered (learned earlier): {line}", "magenta"))
         sent = {m["tool_call_id"]: m for m in self.messages if m.get("role") == "tool"}
         for message in received:
             original = sent.get(message.get("tool_call_id", ""))
@@ -124,6 +134,13 @@ class DemoSession:
                 f"  [red]⇣ compacted:[/] {before} messages → {after} "
                 "(the first message, a summary, the recent ones; the full history was archived)"
             )
+
+    def _learned(self, system: str) -> list[str]:
+        """The lines of the memory index sent upstream that the workspace's file does not hold:
+        the facts earlier compactions learned."""
+        found = MEMORY_INDEX.search(system)
+        lines = found.group(1).splitlines() if found else []
+        return [line for line in lines if line not in self._workspace_memory]
 
     def _run_tool(self, call: dict[str, Any]) -> dict[str, Any]:
         name = call["function"]["name"]
@@ -164,6 +181,9 @@ def demo_settings(workspace: Path, upstream_url: str) -> Settings:
         workspace=workspace,
         upstream="simulated",
         compact=CompactSettings(threshold_tokens=THRESHOLD),
+        # Prune as soon as a result is old: the demo's turns come seconds apart, and waiting for
+        # a provider cache to go cold (the default) would show no pruning at all.
+        prune=PruneSettings(when_cache_cold_s=0),
     )
     return Settings(
         store=StoreSettings(url="memory://"),

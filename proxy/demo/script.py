@@ -1,5 +1,7 @@
-"""The scripted agent session `ctxproxy demo` plays: a user, a small folder of notes, and the
-lines of the SIMULATED model (`proxy.demo.upstream`). Data only.
+"""The scripted agent sessions `ctxproxy demo` plays: a user, a small folder of notes, and the
+lines of the SIMULATED model (`proxy.demo.upstream`). Data only. In the first session the user
+mentions something worth remembering ("By the way: …"), which its compaction learns; the next
+session (`next_turns`) opens with it.
 
 The two notes are 755 characters each, so pruning an old one shows `755 → 235 chars` (the first
 200 characters and a marker); the call transcript the user pastes pushes the prompt over the demo's
@@ -160,6 +162,8 @@ def tools() -> list[dict[str, Any]]:
 
 
 Turn = tuple[str, tuple[Say | Call, ...]]
+REMEMBER = "the HFA weekly sync moves to Wednesdays at 10:00 from 2026-12-09."
+"""What the user mentions in passing in the first session, for a later one to know."""
 
 
 def turns() -> tuple[Turn, ...]:
@@ -167,7 +171,8 @@ def turns() -> tuple[Turn, ...]:
     return (
         ("Hi! Who am I talking to?", (Say("Hi {name}! I'm Wren, your assistant. What's first?"),)),
         (
-            "Please list my notes folder, then read the project plan and the client brief.",
+            "Please list my notes folder, then read the project plan and the client brief. "
+            f"By the way: {REMEMBER}",
             (
                 Call("list_dir", {"path": "notes"}),
                 Call("read_file", {"path": "notes/project-plan.md"}),
@@ -198,5 +203,16 @@ def turns() -> tuple[Turn, ...]:
                     " open items: rate-limit increase (Tomas), cost note for Sofia by Friday."
                 ),
             ),
+        ),
+    )
+
+
+def next_turns() -> tuple[Turn, ...]:
+    """The next session (a new session id): the model greets with what it learned (`{memory}`:
+    the newest fact of the memory index the proxy put in front of it)."""
+    return (
+        (
+            "Good morning! Anything I should keep in mind this week?",
+            (Say("Good morning {name}! Last time you told me: {memory}"),),
         ),
     )

@@ -2,11 +2,12 @@
 
 It speaks the OpenAI chat-completions wire format (non-streaming) and answers from a script of
 steps: `Say(text)` (``{name}`` becomes the user's name, read from the system prompt the proxy
-assembled, so the greeting shows bootstrap at work) or `Call(tool, arguments)`. A request whose
-last user message asks for a `<summary>` is the proxy's summarizer call and is answered with a
-summary of the transcript it was sent. Usage is simulated too: `prompt_tokens` is the characters
-of the received messages / 4, and `cached_tokens` the part of them that repeats the previous
-request's prefix (as a provider's prompt cache would serve it).
+assembled, so the greeting shows bootstrap at work; ``{memory}`` the newest line of its memory
+index) or `Call(tool, arguments)`. A request whose last user message asks for a `<summary>` is
+the proxy's summarizer call and is answered with a summary of the transcript it was sent, and,
+when asked for one, a `<memory>` block of what the user said "By the way: …". Usage is simulated
+too: `prompt_tokens` is the characters of the received messages / 4, and `cached_tokens` the part
+of them that repeats the previous request's prefix (as a provider's prompt cache would serve it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from aiohttp import web
 from proxy.usage import estimated_tokens
 
 NAME = re.compile(r"Call (?:her|him|them) (\w+)|Name: (\w+)")
+BY_THE_WAY = re.compile(r"By the way: ([^\n]+?\.)(?:\s|$)")
+MEMORY_INDEX = re.compile(r"<memory_index>\n(.*?)\n</memory_index>", re.DOTALL)
 CACHE_MIN_CHARS = 4096  # providers cache prefixes of 1,024+ tokens
 
 
@@ -64,7 +67,8 @@ class SimulatedUpstream:
     def _next(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         step = self.script.popleft() if self.script else Say("(the simulation has no more lines)")
         if isinstance(step, Say):
-            return {"role": "assistant", "content": step.text.format(name=user_name(messages))}
+            text = step.text.format(name=user_name(messages), memory=newest_memory(messages))
+            return {"role": "assistant", "content": text}
         call_id = f"call_{len(self.received)}"
         function = {"name": step.tool, "arguments": orjson.dumps(step.arguments).decode()}
         call = {"id": call_id, "type": "function", "function": function}
@@ -101,8 +105,22 @@ def user_name(messages: list[dict[str, Any]]) -> str:
     return "there"
 
 
+def newest_memory(messages: list[dict[str, Any]]) -> str:
+    """The last line of the system prompt's memory index, without its date (`nothing yet`)."""
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "system" and isinstance(content, str):
+            found = MEMORY_INDEX.search(content)
+            if found:
+                last = found.group(1).splitlines()[-1]
+                text = re.sub(r"^- \d{4}-\d{2}-\d{2}: ", "", last)
+                return text[:1].lower() + text[1:]
+    return "nothing yet"
+
+
 def summarize(messages: list[dict[str, Any]]) -> str:
-    """A summary of what the transcript shows: who, which files were read, what was asked."""
+    """A summary of what the transcript shows: who, which files were read, what was asked;
+    and, when the instruction asks for a `<memory>` block, what the user said by the way."""
     files = [
         orjson.loads(call["function"]["arguments"]).get("path", "?")
         for m in messages
@@ -119,9 +137,19 @@ def summarize(messages: list[dict[str, Any]]) -> str:
         *(f"- Asked: {ask}" for ask in asks[-4:]),
         "- Open task: prepare the weekly sync summary.",
     ]
-    return "<analysis>Keep names, files and open tasks.</analysis>\n<summary>\n" + (
+    summary = "<analysis>Keep names, files and open tasks.</analysis>\n<summary>\n" + (
         "\n".join(lines) + "\n</summary>"
     )
+    if "<memory>" not in str(messages[-1].get("content")):
+        return summary
+    said = [
+        found.group(1)
+        for m in messages[:-1]
+        if m.get("role") == "user" and isinstance(m.get("content"), str)
+        for found in BY_THE_WAY.finditer(m["content"])
+    ]
+    facts = "".join(f"- {text[:1].upper()}{text[1:]}\n" for text in said)
+    return f"{summary}\n<memory>\n{facts}</memory>"
 
 
 def common_prefix(a: bytes, b: bytes) -> int:

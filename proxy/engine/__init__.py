@@ -10,6 +10,7 @@
     offer       whether the outgoing request offers the recall tool (`proxy.recall`)
     prepared    what `prepare` hands back (`Prepared`) and its stage reports summed (`Tally`)
     record      what a request reads from its session's state and writes back to it
+    miss        the cache facts recorded per request, and why the cache reads fell (the cause)
 
 May import the foundation, stages/, recall/, compaction/ and settings; never an adapter, the
 server or a network library: the store, workspace and compactor come in through ports.

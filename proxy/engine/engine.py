@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionJob
-from proxy.compaction.plan import plan_compaction
+from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.compaction.plan import CompactionPlan, plan_compaction
 from proxy.compaction.policy import (
     last_compaction_efficiency,
     should_compact,
@@ -25,6 +25,7 @@ from proxy.compaction.policy import (
     threshold_tokens,
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
+from proxy.engine.miss import Miss, cache_miss
 from proxy.engine.offer import offered_body, prefix_with_tool
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
@@ -32,7 +33,7 @@ from proxy.engine.record import last_prompt_tokens, turn_record
 from proxy.errors import StoreUnavailable
 from proxy.models import context_window
 from proxy.ports import OutputStore, SessionStore, WorkspaceSource
-from proxy.settings import UpstreamSettings
+from proxy.settings import UpstreamSettings, cache_cold_after_s
 from proxy.types import JSON, Draft, SessionState, StoredCompaction, Turn, WorkspaceView
 from proxy.usage import Usage
 
@@ -73,8 +74,12 @@ class ContextEngine:
         stack = self._stacks[tenant]
         upstream = self._upstreams[stack.tenant.upstream]
         degraded = False
+        memory = stack.tenant.memory
+        shown = memory.enabled and stack.tenant.bootstrap.enabled  # facts are read to be shown
         try:
-            state = await self._sessions.load(tenant, session)
+            state = await self._sessions.load(
+                tenant, session, memory=memory.scope if shown else None
+            )
         except StoreUnavailable:
             state, degraded = SessionState(), True
         try:
@@ -105,12 +110,19 @@ class ContextEngine:
         )
 
     async def prepare(
-        self, body: JSON, *, turn: Turn, api_key: str | None, force_compact: bool = False
+        self,
+        body: JSON,
+        *,
+        turn: Turn,
+        api_key: str | None,
+        force_compact: bool = False,
+        recall: bool = True,
     ) -> Prepared:
         """The outgoing request for `body` (the client's, as `turn.client` splits it). With the
         store down (`turn.degraded`) budgets only cut: a persisted id would 404. `api_key` goes
         to the summarizer; `force_compact` (the upstream said the context is too long) compacts
-        whatever the thresholds say."""
+        whatever the thresholds say; `recall` false: the caller runs no recall loop, so the
+        recall tool is never offered."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         client, applied = turn.client, turn.applied
@@ -136,10 +148,10 @@ class ContextEngine:
             draft, turn, client_messages=body["messages"], client_marked=marked
         )
         reports.extend(after)
-        recall = stack.tenant.recall
         body_out, offer = offered_body(
-            body, body_out, settings=recall, state=turn.state, covers=covers
-        )
+            body, body_out, settings=stack.tenant.recall, state=turn.state, covers=covers,
+            looping=recall,
+        )  # fmt: skip
         return Prepared(
             turn=turn,
             body=body_out,
@@ -151,6 +163,17 @@ class ContextEngine:
             compaction=outcome,
             recall=offer,
         )
+
+    async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:
+        """The whole of the client's history (`turn.client`) summarized, for a client that asks
+        for a compaction itself (the Responses API's): the stages before compaction run first
+        (a stored compaction, budgets, pruning), then one summarizer call
+        (`Compactor.summarize_all`); nothing is stored in the session."""
+        stack = self._stacks[turn.tenant]
+        before = stack.before_degraded if turn.degraded else stack.before
+        draft, _ = run_stages(before, turn.client, turn)
+        job = compaction_job(stack, draft, turn, api_key, forced=True, whole=True)
+        return await self._compactor.summarize_all(job)
 
     async def persist_outputs(self, prepared: Prepared) -> int:
         """Store the full texts that budgets replaced by `<persisted-output>` blocks.
@@ -164,6 +187,14 @@ class ContextEngine:
                 lost += 1
         return lost
 
+    def cache_miss(self, prepared: Prepared, *, usage: Usage | None, completed: bool) -> Miss:
+        """The request's cache facts to record and, when its cache reads fell against the
+        previous request's, why (`proxy.engine.miss`); nothing for an answer that did not
+        complete."""
+        turn = prepared.turn
+        ttl = cache_cold_after_s(turn.cache_style, self._stacks[turn.tenant].tenant.cache.ttl)
+        return cache_miss(prepared, usage if completed else None, cache_ttl_s=ttl)
+
     async def record(
         self,
         prepared: Prepared,
@@ -172,12 +203,16 @@ class ContextEngine:
         completed: bool,
         messages_in: int,
         events: Sequence[Mapping[str, str]] = (),
+        miss: Miss | None = None,
     ) -> bool:
-        """Write the request's outcome to the session state, and `events` to the events stream
-        in the same store call; False if the store was down (both are lost then)."""
+        """Write the request's outcome (with `miss`'s cache facts) to the session state, and
+        `events` to the events stream in the same store call; False if the store was down (both
+        are lost then)."""
         fields, counters = turn_record(
             prepared, usage=usage, completed=completed, messages_in=messages_in, now=self._clock()
         )
+        if miss is not None:
+            fields.update(miss.fields)
         turn = prepared.turn
         try:
             await self._sessions.record_turn(
@@ -210,15 +245,21 @@ def compaction_job(
     api_key: str | None,
     *,
     forced: bool = False,
+    whole: bool = False,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts): where it is cut, and the body the upstream would be sent for the part
     summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
-    the upstream said the context is too long."""
+    the upstream said the context is too long; `whole`: every message is summarized."""
     settings = stack.tenant.compact
-    plan = plan_compaction(
-        draft.messages, keep_recent=settings.keep_recent, keep_first_user=settings.keep_first_user
-    )
+    if whole:
+        plan: CompactionPlan | None = CompactionPlan(split=len(draft.messages))
+    else:
+        plan = plan_compaction(
+            draft.messages,
+            keep_recent=settings.keep_recent,
+            keep_first_user=settings.keep_first_user,
+        )
     use_transcript = turn.cache_style == "none"
     prefix_body = None
     if plan is not None and not use_transcript:
@@ -245,4 +286,14 @@ def compaction_job(
         settings=settings,
         efficiency=last_compaction_efficiency(turn.state),
         forced=forced,
+        memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
+        known_facts=known_facts(turn),
     )
+
+
+def known_facts(turn: Turn) -> tuple[str, ...]:
+    """The memory the request's model already has: the workspace's memory files (their lines)
+    and the learned facts, which a compaction need not learn again."""
+    view = turn.workspace
+    texts = [*view.files.get("memory", ()), view.session_files.get("memory", "")]
+    return (*(line for text in texts for line in text.splitlines()), *turn.state.memory)

@@ -37,10 +37,12 @@ def offered_body(
     settings: RecallSettings,
     state: SessionState,
     covers: int,
+    looping: bool = True,
 ) -> tuple[JSON, RecallOffer]:
     """`outgoing` (the prepared body of the client's `body`) with the recall tool at the end of
-    its tools when it is offered, and the offer. Nothing is computed when recall is off."""
-    if not settings.enabled:
+    its tools when it is offered, and the offer. Nothing is computed when recall is off, nor
+    without `looping` (no recall loop around the call would answer the tool)."""
+    if not settings.enabled or not looping:
         return outgoing, RecallOffer()
     before = state.int_field(OFFERED_FIELD) == 1
     cut = not before and has_cut(body["messages"], outgoing["messages"], covers=covers)

@@ -1,23 +1,24 @@
 """The inbound edges: a client's API shape ⇄ the internal form the pipeline works on (pure).
 
-The internal form is one chat-completions body (`proxy.types`): whatever API a client speaks, the
-stages see `system`/`user`/`assistant`/`tool` messages, and the edge converts back losslessly —
-what no stage touched leaves exactly as it came. Modules, in the order a Messages request meets
-them:
+The internal form is one chat-completions body: whatever API a client speaks, the stages see
+`system`/`user`/`assistant`/`tool` messages, and the edge converts back losslessly — what no stage
+touched leaves exactly as it came. What the chat form cannot hold waits in a side table, a
+`Carrier`; `splice` pairs prepared messages with the client's.
 
-    messages_session   the session id a Messages client names (header, `metadata.user_id`)
-    messages_request   a Messages body → the internal body + its `Carrier` (request checks too)
-    messages_blocks    one Anthropic block ⇄ one chat content part or tool call
-    messages_carrier   the `Carrier`: where each internal message came from
-    messages_render    the prepared internal body + carrier → the Messages body (Anthropic upstream)
-    messages_turns     … its `messages`: untouched turns as sent, changed ones re-rendered
-    messages_splice    … pairing prepared messages with client ones; re-rendering one around
-                       the blocks it carries
-    chat_request       the prepared internal body → an OpenAI upstream's request
-    messages_response  an OpenAI upstream's JSON answer → a Messages answer
-    messages_stream    an OpenAI upstream's SSE → the Messages event stream, incrementally
-    messages_usage     usage read from an Anthropic upstream's answer or stream
-    messages_errors    errors in Anthropic's shape, with Anthropic's statuses
+Shared: splice (pairing, re-rendering a changed message), sse_write (one SSE event), chat_request
+(the prepared body → a chat upstream's request).
+
+A Messages request meets: messages_session (its session id) → messages_request (body → internal
+body + `Carrier`; blocks, carrier) → [the pipeline] → messages_render and messages_turns (an
+Anthropic upstream's body) or chat_request; back: messages_response and messages_stream (an
+OpenAI upstream's answer → Messages), messages_usage, messages_errors (Anthropic's shape).
+
+A Responses request meets: responses_session (Codex's headers) → responses_previous
+(`previous_response_id` expanded) → compaction_handle and responses_compaction (the signed
+compaction item) → responses_check → responses_request (items, carrier) → [the pipeline] →
+responses_render and responses_input (a Responses upstream's body) or chat_request; back:
+responses_response, responses_stream and responses_events (a chat upstream's answer → a Response
+and its events), responses_usage, responses_errors; usage_report (`report_usage = "client"`).
 
 May import the foundation (`proxy.types`, `proxy.sse`, `proxy.usage`, `proxy.errors`,
 `proxy.content`, `proxy.identity`) and `proxy.translate`; never aiohttp, Redis or an SDK.

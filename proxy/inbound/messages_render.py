@@ -28,8 +28,8 @@ from proxy.content import MAX_BREAKPOINTS
 from proxy.inbound.messages_blocks import MARKER, block_of
 from proxy.inbound.messages_carrier import Carrier, client_blocks
 from proxy.inbound.messages_request import PARAMETERS
-from proxy.inbound.messages_splice import items_of, splice
 from proxy.inbound.messages_turns import render_turns, unchanged
+from proxy.inbound.splice import items_of, splice
 from proxy.translate.anthropic_tools import tools_request
 from proxy.types import JSON, Message
 

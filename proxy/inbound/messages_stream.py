@@ -29,16 +29,12 @@ from typing import Any
 import orjson
 
 from proxy.inbound.messages_response import message_id, messages_usage, stop_reason
+from proxy.inbound.sse_write import sse_event
 from proxy.sse import SSEDecoder
 from proxy.types import JSON
 from proxy.usage import Usage, usage_from
 
 CUT_SHORT = "The upstream stream ended before the answer was complete."
-
-
-def sse_event(name: str, payload: JSON) -> bytes:
-    """One named SSE event holding `payload` as compact JSON."""
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
 class MessagesStreamTranslator:

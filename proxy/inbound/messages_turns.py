@@ -2,7 +2,7 @@
 `proxy.inbound.messages_render`).
 
 Each prepared message is paired with the client message it stands for
-(`proxy.inbound.messages_splice.match_origins`) and rendered to blocks: an untouched one to the
+(`proxy.inbound.splice.match_origins`) and rendered to blocks: an untouched one to the
 client's own blocks; a changed one item by item around what it carries (a pruned
 `tool_result` gets its new text and keeps `is_error`, images, unknown keys and the client's
 marker; thinking blocks keep their place and signature); a new one (summary, preserved output,
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from proxy.inbound.messages_blocks import MARKER, block_of, tool_use_of
 from proxy.inbound.messages_carrier import Carrier, Origin, client_blocks, client_message
-from proxy.inbound.messages_splice import (
+from proxy.inbound.splice import (
     items_of,
     match_origins,
     splice,

@@ -11,15 +11,19 @@ Modules, in the order a request meets them:
                    forward (the overflow retry, the recall loop), relay, after-work
     recall_loop    the rounds of one answer when the model calls the recall tool
     body           reading and checking a chat body in one walk
+    responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
+                   responses, handles), _compact (the compaction contract), _relay, _streams
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
     passthrough    every other `/v1/*` path, untouched
     admin          health, readiness, metrics, persisted outputs, sessions and events views
+    memory_view    the learned facts of a tenant: shown, forgotten
     runner         serving on one socket, draining
+    workers        `serve --workers N`: a parent forking N workers on one socket
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
+An inbound API (Anthropic Messages) gets a route module beside `chat`, converting its
 request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
 (recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
 concrete adapters.

@@ -16,6 +16,11 @@ from proxy.identity import SAFE_ID
 from proxy.server.appkeys import LIFECYCLE, STORE, caller_of
 from proxy.server.keys import Caller
 from proxy.server.observe.metrics import METRICS
+from proxy.server.observe.worker_metrics import (
+    WORKER_SET,
+    gathered_exposition,
+    own_exposition,
+)
 
 T = TypeVar("T")
 
@@ -126,10 +131,22 @@ async def _store_call(call: Awaitable[T]) -> T:
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
-    """`GET /metrics`: the app's registry; the store health gauge is refreshed on each scrape."""
-    metrics = request.app[METRICS]
-    store = request.app.get(STORE)
+    """`GET /metrics`: the app's registry; with workers, every worker's (`worker_metrics`)."""
+    body = await own_metrics(request.app)
+    workers = request.app.get(WORKER_SET)
+    if workers is not None:
+        body = await gathered_exposition(body, workers)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def own_metrics(app: web.Application) -> bytes:
+    """This process's metrics in the text format (labelled with its worker number when it is
+    one of several); the store health gauge is refreshed on each scrape."""
+    metrics = app[METRICS]
+    store = app.get(STORE)
     if store is not None:
         metrics.set_store_degraded(not await store.ping())
-    body = generate_latest(metrics.registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    workers = app.get(WORKER_SET)
+    if workers is not None:
+        return own_exposition(metrics.registry, workers)
+    return generate_latest(metrics.registry)

@@ -19,11 +19,14 @@ from aiohttp import web
 
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.trigger import BackgroundHook
+from proxy.compaction.writeback import MemoryWriter
+from proxy.cost.prices import PriceError, PriceTable, load_prices
 from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, memo_bytes_per_tenant
+from proxy.errors import ConfigError
 from proxy.logs import redacted_url
 from proxy.ports import StateStore, WorkspaceSource
-from proxy.server import admin
+from proxy.server import admin, memory_view
 from proxy.server.appkeys import (
     ENGINE,
     HTTP,
@@ -40,13 +43,23 @@ from proxy.server.appkeys import (
 )
 from proxy.server.body import KnownTools
 from proxy.server.chat import chat_completions
-from proxy.server.factories import make_store, make_summarizer, make_upstream, make_workspace
+from proxy.server.factories import (
+    make_responses_upstream,
+    make_store,
+    make_summarizer,
+    make_upstream,
+    make_workspace,
+)
 from proxy.server.keys import KeyRing
 from proxy.server.middlewares import error_boundary, stamp_ids
+from proxy.server.observe.bill import Biller
 from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
+from proxy.server.responses import create_response
+from proxy.server.responses_compact import compact_endpoint
+from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -74,12 +87,14 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
         known_tools=KnownTools(),
         observers=[metrics],
         metrics=metrics,
+        biller=Biller(_price_table(settings)),
     )
     app = web.Application(
         middlewares=[error_boundary(services)],
         client_max_size=settings.server.max_body_bytes,
         handler_args=SERVER_HANDLER_ARGS,
     )
+    services.handle_secret = HandleSecret(settings.server.secret)
     app[SERVICES] = services
     app[SETTINGS] = settings
     app[KEYRING] = services.keyring
@@ -96,12 +111,27 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app.router.add_get("/metrics", admin.metrics_endpoint)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/chat/completions", chat_completions)
+    app.router.add_post("/v1/responses", create_response)
+    app.router.add_post("/v1/responses/compact", compact_endpoint)
     app.router.add_get("/v1/ctx/outputs/{id}", admin.get_output)
     app.router.add_get("/v1/ctx/sessions", admin.list_sessions)
     app.router.add_get("/v1/ctx/sessions/{id}", admin.session_detail)
     app.router.add_get("/v1/ctx/events", admin.list_events)
+    app.router.add_get("/v1/ctx/memory", memory_view.show_memory)
+    app.router.add_delete("/v1/ctx/memory", memory_view.forget_memory)
     app.router.add_route("*", "/v1/{tail:.*}", passthrough)
     return app
+
+
+def _price_table(settings: Settings) -> PriceTable | None:
+    """The configured price table (`[server] prices`), or None; a malformed one is a config
+    error naming the key and the entry."""
+    if not settings.server.prices:
+        return None
+    try:
+        return load_prices(settings.server.prices)
+    except PriceError as exc:
+        raise ConfigError(str(exc), key="server.prices", file=settings.source) from None
 
 
 def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
@@ -127,8 +157,14 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
             name: make_upstream(settings.upstreams[t.upstream], http, via=via)
             for name, t in settings.tenants.items()
         }
+        services.responses_upstreams = {
+            name: native
+            for name, t in settings.tenants.items()
+            if (native := make_responses_upstream(settings.upstreams[t.upstream], http, via=via))
+        }
         app[STORE] = services.store = store
-        compactor = Compactor(store=store, summarizers=summarizers)
+        memory = MemoryWriter(store, on_write=services.metrics.count_memory_write)
+        compactor = Compactor(store=store, summarizers=summarizers, memory=memory)
         memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
         app[ENGINE] = services.engine = ContextEngine(
             sessions=store,

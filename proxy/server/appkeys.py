@@ -13,13 +13,15 @@ from aiohttp import web
 
 from proxy.engine.engine import ContextEngine
 from proxy.errors import Forbidden
-from proxy.ports import StateStore, Upstream
+from proxy.ports import ResponsesUpstream, StateStore, Upstream
 from proxy.server.body import KnownTools
 from proxy.server.keys import Caller, KeyRing
+from proxy.server.responses_records import HandleSecret
 from proxy.settings import Settings
 from proxy.usage import Usage
 
 if TYPE_CHECKING:
+    from proxy.server.observe.bill import Biller
     from proxy.server.observe.events import EventEmitter
     from proxy.server.observe.metrics import Metrics
     from proxy.server.observe.trace import Observer
@@ -84,6 +86,8 @@ class Services:
     observers: list[Observer]
     """Told of every chat request after its session record (metrics)."""
     metrics: Metrics
+    biller: Biller
+    """Prices each answered request (`[server] prices`) and estimates its saving."""
     instance: str = field(default_factory=lambda: secrets.token_hex(8))
     """This proxy's id in the loop marker (`adapters.upstream.headers.VIA`): random per app."""
     events: EventEmitter = field(init=False)
@@ -92,6 +96,10 @@ class Services:
     """Set at start-up (`create_app`'s resources), like `engine` and `upstreams`."""
     engine: ContextEngine = field(init=False)
     upstreams: Mapping[str, Upstream] = field(init=False)
+    responses_upstreams: Mapping[str, ResponsesUpstream] = field(init=False)
+    """By tenant, for the tenants whose upstream has `api = "responses"`."""
+    handle_secret: HandleSecret = field(init=False)
+    """The secret signing compaction handles (the Responses routes)."""
 
 
 @dataclass(slots=True)

@@ -137,13 +137,14 @@ async def forward(
     compaction is on), compact and send again, once, transparently. When the request offers
     the recall tool, the reply is the recall loop's (`recall`: the tenant's settings and where
     persisted outputs are read)."""
-    prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=False)
+    looping = recall is not None  # else the tool is never offered: nobody would answer it
+    prepared = await _prepare(engine, body, turn, api_key, keepalive, False, looping)
     prepare_s = time.monotonic() - started
     reply = await _send(engine, upstream, prepared, headers, api_key)
     overflow = retry_overflow and _is_overflow(reply)
     if overflow:
         await reply.release()
-        prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=True)
+        prepared = await _prepare(engine, body, turn, api_key, keepalive, True, looping)
         reply = await _send(engine, upstream, prepared, headers, api_key)
     if recall is None or not prepared.recall.offered:
         return Forwarded(prepared, reply, overflow, prepare_s)
@@ -166,11 +167,13 @@ async def _prepare(
     turn: Turn,
     api_key: str | None,
     keepalive: KeepAlive | None,
-    *,
     force_compact: bool,
+    recall: bool,
 ) -> Prepared:
     """The engine's preparation, kept alive for a stream while it runs."""
-    work = engine.prepare(body, turn=turn, api_key=api_key, force_compact=force_compact)
+    work = engine.prepare(
+        body, turn=turn, api_key=api_key, force_compact=force_compact, recall=recall
+    )
     if keepalive is None:
         return await work
     keepalive.start()
@@ -190,7 +193,10 @@ async def _send(
     """Store the outputs budgets persisted, then send (a stream asks for its usage)."""
     await engine.persist_outputs(prepared)
     outgoing, _ = with_usage_requested(prepared.body)
-    return await upstream.send_chat(outgoing, headers=headers, api_key=api_key)
+    previous = str(prepared.turn.state.fields.get("answer_id") or "") or None
+    return await upstream.send_chat(
+        outgoing, headers=headers, api_key=api_key, previous_id=previous
+    )
 
 
 async def relay(
@@ -224,15 +230,23 @@ async def relay(
 
 
 async def after(services: Services, trace: Trace) -> None:
-    """After the answer: the session state with the request's events (one store call), then
-    the metrics."""
+    """After the answer: the request's bill and cache miss, the session state with the
+    request's events (one store call), then the metrics."""
+    relayed, miss, recall = trace.relayed, None, trace.recall
+    usage = relayed.usage
+    rounds = recall is not None and recall.rounds > 1 and usage is not None
+    try:  # with recall rounds, the cache served the first (the client's request as sent)
+        first = recall.first_usage if rounds and recall is not None else usage
+        miss = services.engine.cache_miss(trace.prepared, usage=first, completed=relayed.completed)
+        trace = trace._replace(bill=services.biller.bill(trace), miss=miss.cause)
+    except Exception as exc:  # a price or a miss never costs the session its record
+        log.warning("request not billed or classified: %s", type(exc).__name__)
     try:
         events = services.events.entries(trace)
     except Exception as exc:  # observability never costs the session its record
         log.warning("request events not built: %s", type(exc).__name__)
         events = []
-    usage, recall = trace.relayed.usage, trace.recall
-    if recall is not None and recall.rounds > 1 and usage is not None:
+    if rounds and recall is not None:
         usage = recall.last_usage  # the context the upstream holds: the last round's
     await services.engine.record(
         trace.prepared,
@@ -240,6 +254,7 @@ async def after(services: Services, trace: Trace) -> None:
         completed=trace.relayed.completed,
         messages_in=trace.messages_in,
         events=events,
+        miss=miss,
     )
     await notify(services.observers, trace)
 

@@ -1,5 +1,5 @@
 """The concrete adapters, built from settings: `make_store`, `make_workspace`, `make_upstream`,
-`make_summarizer`.
+`make_responses_upstream`, `make_summarizer`.
 
 Each picks the adapter its settings name (`memory://` or Redis; Anthropic or OpenAI-compatible)
 and constructs it with explicit arguments; nothing is opened or connected here. `create_app`
@@ -20,7 +20,7 @@ from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
 from proxy.adapters.upstream.openai_chat import OpenAIUpstream
 from proxy.adapters.upstream.transport import timeouts_of
 from proxy.adapters.workspace import FileWorkspace
-from proxy.ports import StateStore, Summarizer, Upstream, WorkspaceSource
+from proxy.ports import ResponsesUpstream, StateStore, Summarizer, Upstream, WorkspaceSource
 from proxy.settings import Settings, UpstreamSettings
 
 
@@ -33,7 +33,13 @@ def make_store(settings: Settings) -> StateStore:
             found = workspaces.get(tenant)
             return found / "sessions" if found is not None else None
 
-        return MemoryStore(session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir)
+        def facts_dir(tenant: str) -> Path | None:
+            found = workspaces.get(tenant)
+            return found / "memory" if found is not None else None
+
+        return MemoryStore(
+            session_ttl_s=store.session_ttl_s, archive_dir_for=archive_dir, facts_dir_for=facts_dir
+        )
     return RedisStore(
         store.url,
         key_prefix=store.key_prefix,
@@ -68,6 +74,7 @@ def make_upstream(
             base_url=upstream.base_url,
             api_key=upstream.api_key,
             default_max_tokens=upstream.default_max_tokens,
+            cache_diagnostics=upstream.cache_diagnostics,
             timeouts=timeouts,
             via=via,
         )
@@ -76,6 +83,22 @@ def make_upstream(
         base_url=upstream.base_url,
         api_key=upstream.api_key,
         timeouts=timeouts,
+        via=via,
+    )
+
+
+def make_responses_upstream(
+    upstream: UpstreamSettings, http: aiohttp.ClientSession, *, via: str | None = None
+) -> ResponsesUpstream | None:
+    """The upstream a Responses request is sent to natively (`api = "responses"`), else None:
+    the request is translated for `make_upstream`'s."""
+    if upstream.api != "responses":
+        return None
+    return OpenAIUpstream(
+        session=http,
+        base_url=upstream.base_url,
+        api_key=upstream.api_key,
+        timeouts=timeouts_of(upstream),
         via=via,
     )
 

@@ -44,12 +44,14 @@ from proxy.usage import Usage, usage_from
 
 class RecallTally(NamedTuple):
     """What the loop did: recall calls answered, upstream rounds sent (1: no recall), the calls
-    by (kind, outcome), and the last round's usage (the context the upstream holds)."""
+    by (kind, outcome), the last round's usage (the context the upstream holds) and the first
+    round's (the client's request as sent: what a provider cache could serve of it)."""
 
     recalls: int = 0
     rounds: int = 1
     counts: Mapping[tuple[str, str], int] = {}
     last_usage: Usage | None = None
+    first_usage: Usage | None = None
 
 
 _TOOL_CALLS = b'"tool_calls"'
@@ -116,13 +118,15 @@ class RecallLoop:
         self._counts: Counter[tuple[str, str]] = Counter()
         self._rounds = 1
         self._last_usage: Usage | None = None
+        self._first_usage: Usage | None = None
         self._current: UpstreamReply | None = None
         self._merged: AsyncGenerator[bytes, None] | None = None
 
     @property
     def tally(self) -> RecallTally:
         recalls = sum(self._counts.values())
-        return RecallTally(recalls, self._rounds, dict(self._counts), self._last_usage)
+        counts = dict(self._counts)
+        return RecallTally(recalls, self._rounds, counts, self._last_usage, self._first_usage)
 
     async def rounds(self, first: UpstreamReply) -> UpstreamReply:
         """The reply to answer the client from (`first` itself when it is an error, or a whole
@@ -183,6 +187,7 @@ class RecallLoop:
             ended = merger.end_round()
             if ended.usage is not None:
                 self._last_usage = usage_from({"usage": ended.usage})
+                self._first_usage = self._first_usage or self._last_usage
             if merger.failed or ended.finish_reason is None:
                 return  # the relay tells the client the stream did not complete
             if not ended.recall_calls or number == self._settings.max_rounds:
@@ -225,7 +230,10 @@ class RecallLoop:
                 completions.append(orjson.loads(reply.body))
             except orjson.JSONDecodeError:
                 break
-        self._last_usage = usage_from(completions[-1])
+        self._first_usage, self._last_usage = (
+            usage_from(completions[0]),
+            usage_from(completions[-1]),
+        )
         combined = combine_completions(completions, tool_name=self._settings.tool_name)
         return first._replace(body=orjson.dumps(combined))
 

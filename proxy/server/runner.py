@@ -1,5 +1,8 @@
 """Serve the app on one TCP socket until SIGINT or SIGTERM, saying what happens.
 
+The socket is bound here, or handed over already bound (`sock`: a worker of several,
+`proxy.server.workers`).
+
 The socket is bound before anything is announced: a port in use (or a host that cannot be
 listened on) is an `OSError` raised to the caller, which makes one line of it, never a
 "serving on" followed by a traceback. On the first signal the proxy stops accepting, says how
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -29,22 +33,26 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 async def serve(
     app: web.Application,
     *,
-    host: str,
-    port: int,
+    host: str = "",
+    port: int = 0,
     drain_s: float,
     on_serving: Callable[[str], None],
     stop: asyncio.Event | None = None,
+    signals: bool = False,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve `app` until a signal (or until `stop` is set, when given: then no signal handler is
-    installed). `on_serving` gets the URL once the socket is bound."""
+    """Serve `app` on `host`:`port` (or on the listening socket `sock`) until a signal or until
+    `stop` is set. Signal handlers are installed unless `stop` is given (and then too with
+    `signals`). `on_serving` gets the URL once the socket is bound."""
     runner = ProxyRunner(  # its connections answer what aiohttp's parser refuses OpenAI-shaped
         app, access_log=None, handler_cancellation=True, shutdown_timeout=drain_s
     )
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port).start()
+        site = web.SockSite(runner, sock) if sock else web.TCPSite(runner, host, port)
+        await site.start()
         on_serving(bound_url(runner.addresses[0]))
-        await _until_stopped(stop)
+        await _until_stopped(stop or asyncio.Event(), signals=stop is None or signals)
         log.info(
             "shutting down (draining %d requests, at most %gs)…", app[LIFECYCLE].in_flight, drain_s
         )
@@ -53,11 +61,10 @@ async def serve(
     log.info("stopped")
 
 
-async def _until_stopped(stop: asyncio.Event | None) -> None:
-    if stop is not None:
+async def _until_stopped(stop: asyncio.Event, *, signals: bool) -> None:
+    if not signals:
         await stop.wait()
         return
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in SIGNALS:
         loop.add_signal_handler(signum, stop.set)

@@ -23,6 +23,9 @@ for every other session), so its soul and agent files become extra sections in t
 Caps apply per file, after stripping surrounding whitespace: the memory index to
 `memory_max_lines` lines, then every file to `max_chars_per_file` characters; each cut appends a
 visible `[truncated: ...]` line. A missing or blank file adds no section and replaces nothing.
+The facts compactions learned (`Turn.state.memory`, issue 19) follow the memory files in
+`<memory_index>`, newest last, in the room they leave under `memory_max_lines`
+(`proxy.memory.index`): like the files, they only ever change the dynamic part.
 `collect` gives the sections in their fixed order (the static part: `STATIC_KEYS` of the managed and
 tenant layers; the dynamic part: `DYNAMIC_KEYS` of every layer, then the session layer's own
 `STATIC_KEYS` files); `cap_text` strips a file and cuts it to the caps.
@@ -35,6 +38,7 @@ from types import MappingProxyType
 
 from proxy.content import recall_notice
 from proxy.errors import InvalidSetting
+from proxy.memory.index import merge_index
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
 
 TOOL_RESULT_NOTICE = (
@@ -63,9 +67,12 @@ class BootstrapSettings:
                 raise InvalidSetting(name, "must be at least 1")
 
 
-def assemble_system(view: WorkspaceView, *, settings: BootstrapSettings) -> tuple[str, str]:
-    """The (static, dynamic) system text for `view`; ("", "") when the view has no content."""
-    found = _assemble(view, settings)
+def assemble_system(
+    view: WorkspaceView, *, settings: BootstrapSettings, facts: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """The (static, dynamic) system text for `view` and the learned `facts`; ("", "") when
+    there is no content."""
+    found = _assemble(view, settings, facts)
     return found.static, found.dynamic
 
 
@@ -77,8 +84,10 @@ class _Assembly:
     """Built once per assembly (its counters read-only): a cached assembly reports for free."""
 
 
-def _assemble(view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
-    found = collect(view, settings)
+def _assemble(
+    view: WorkspaceView, settings: BootstrapSettings, facts: tuple[str, ...]
+) -> _Assembly:
+    found = collect(view, settings, facts)
     if not found.static and not found.dynamic:
         return _Assembly("", "", StageReport(stage="bootstrap"))
     notice = [tool_result_notice(settings)] if settings.tool_result_notice else []
@@ -99,29 +108,41 @@ def tool_result_notice(settings: BootstrapSettings) -> str:
     return f"{TOOL_RESULT_NOTICE}\n{recall_notice(tool_name=settings.recall_tool)}"
 
 
+_Entry = tuple[WorkspaceView, BootstrapSettings, tuple[str, ...], _Assembly]
+
+
 class AssemblyCache:
     """The assemblies of the last `size` workspace views used, keyed by the view's identity.
 
     The workspace adapter hands out the same view object while the files are unchanged and a new
     one when they change, so a hit is always up to date. An entry keeps its view alive: its id is
     not reused by another view while it is cached. One cache per stage instance (per settings);
-    a lookup with other settings assembles afresh. Not thread-safe (one event loop).
+    a lookup with other settings, or other learned facts (the stores hand out one tuple while
+    they are unchanged: compared by identity, then by value), assembles afresh. Not thread-safe
+    (one event loop).
     """
 
     def __init__(self, *, size: int = 1024) -> None:
         if size < 1:
             raise ValueError("AssemblyCache size must be at least 1")
         self._size = size
-        self._entries: dict[int, tuple[WorkspaceView, BootstrapSettings, _Assembly]] = {}
+        self._entries: dict[int, _Entry] = {}
 
-    def assembly(self, view: WorkspaceView, settings: BootstrapSettings) -> _Assembly:
+    def assembly(
+        self, view: WorkspaceView, settings: BootstrapSettings, facts: tuple[str, ...] = ()
+    ) -> _Assembly:
         entry = self._entries.pop(id(view), None)
-        if entry is None or entry[0] is not view or entry[1] is not settings:
-            entry = (view, settings, _assemble(view, settings))
+        if (
+            entry is None
+            or entry[0] is not view
+            or entry[1] is not settings
+            or (entry[2] is not facts and entry[2] != facts)
+        ):
+            entry = (view, settings, facts, _assemble(view, settings, facts))
         if len(self._entries) >= self._size:
             self._entries.pop(next(iter(self._entries)))  # the least recently used
         self._entries[id(view)] = entry
-        return entry[2]
+        return entry[3]
 
 
 def run(
@@ -131,16 +152,20 @@ def run(
     settings: BootstrapSettings,
     cache: AssemblyCache | None = None,
 ) -> tuple[Draft, StageReport]:
-    """Set the draft's static and dynamic system parts from `turn.workspace`.
+    """Set the draft's static and dynamic system parts from `turn.workspace` and the learned
+    facts (`turn.state.memory`).
 
-    Returns the draft unchanged when disabled or when the workspace has no content. The client's
-    own system messages are kept as they are; any static/dynamic set earlier is replaced. With a
-    `cache`, a workspace view seen before is not assembled again.
+    Returns the draft unchanged when disabled or when there is no content. The client's own
+    system messages are kept as they are; any static/dynamic set earlier is replaced. With a
+    `cache`, a workspace view (with the same facts) seen before is not assembled again.
     """
     if not settings.enabled:
         return draft, StageReport(stage="bootstrap")
-    view = turn.workspace
-    found = cache.assembly(view, settings) if cache is not None else _assemble(view, settings)
+    view, facts = turn.workspace, turn.state.memory
+    if cache is not None:
+        found = cache.assembly(view, settings, facts)
+    else:
+        found = _assemble(view, settings, facts)
     if not found.static and not found.dynamic:
         return draft, StageReport(stage="bootstrap")
     system = SystemPrompt(found.static, draft.system.client, found.dynamic)
@@ -180,21 +205,29 @@ class Sections:
     cuts: int
 
 
-def _section(key: str, texts: list[str], settings: BootstrapSettings) -> tuple[str | None, int]:
-    """One tagged section from the non-blank `texts` (layers, earlier first), capped per file."""
+def _section(
+    key: str, texts: list[str], settings: BootstrapSettings, facts: tuple[str, ...] = ()
+) -> tuple[str | None, int]:
+    """One tagged section from the non-blank `texts` (layers, earlier first), capped per file;
+    the memory index followed by the learned `facts` that fit."""
     present = [t for t in texts if t.strip()]
     if key in REPLACING:
         present = present[-1:]
     lines = settings.memory_max_lines if key == "memory" else None
     capped = [cap_text(t, max_chars=settings.max_chars_per_file, max_lines=lines) for t in present]
-    if not capped:
-        return None, 0
     body = "\n\n".join(text for text, _ in capped)
+    if key == "memory" and facts:
+        body = merge_index(body, facts, max_lines=settings.memory_max_lines)
+    if not body:
+        return None, 0
     return f"<{TAGS[key]}>\n{body}\n</{TAGS[key]}>", sum(cuts for _, cuts in capped)
 
 
-def collect(view: WorkspaceView, settings: BootstrapSettings) -> Sections:
-    """Sections in their fixed order: static soul, agent; dynamic user, memory, session extras."""
+def collect(
+    view: WorkspaceView, settings: BootstrapSettings, facts: tuple[str, ...] = ()
+) -> Sections:
+    """Sections in their fixed order: static soul, agent; dynamic user, memory (the learned
+    `facts` after the files), session extras."""
     session = view.session_files
     plan = [(True, key, list(view.files.get(key, ()))) for key in STATIC_KEYS]
     plan += [(False, key, [*view.files.get(key, ()), session.get(key, "")]) for key in DYNAMIC_KEYS]
@@ -203,7 +236,7 @@ def collect(view: WorkspaceView, settings: BootstrapSettings) -> Sections:
     dynamic: list[str] = []
     cuts = 0
     for is_static, key, texts in plan:
-        section, n = _section(key, texts, settings)
+        section, n = _section(key, texts, settings, facts if not is_static else ())
         if section is not None:
             (static if is_static else dynamic).append(section)
             cuts += n

@@ -9,7 +9,9 @@ exactly as they came. Merging drops message-level keys of client system messages
 
 Per `turn.cache_style`:
 - `openai`: plain strings (text parts only if a client system message used parts or a marker);
-  `prompt_cache_key = "ctxproxy-<tenant>"` when configured and the client set none.
+  a stable `prompt_cache_key` per session (`session_cache_key`: OpenAI routes requests by it, so
+  a session's requests meet their own cached prefix) when configured (the upstream's default)
+  and the client set none.
 - `none`: the same assembly; nothing else is added.
 - `anthropic`: up to three breakpoints of ours where the client's own markers leave room.
 
@@ -26,6 +28,7 @@ a later client 1h marker, and is dropped if it can be neither.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -87,7 +90,7 @@ def render_with_markers(
             body, draft.system, len(system), turn, settings, client_marked=client_marked
         )
     elif turn.cache_style == "openai" and settings.send_prompt_cache_key:
-        body.setdefault("prompt_cache_key", f"ctxproxy-{turn.tenant}")
+        body.setdefault("prompt_cache_key", session_cache_key(turn.tenant, turn.session))
     markers = find_body_markers(body) if client_marked or added else []
     counters = {
         "breakpoints": len(markers),
@@ -95,6 +98,13 @@ def render_with_markers(
         "static_chars": len(draft.system.static),
     }
     return body, StageReport(stage="cache", counters=counters), markers
+
+
+def session_cache_key(tenant: str, session: str) -> str:
+    """`ctxproxy-` and 32 hex digits of the tenant and session: stable for the session, the
+    same length whatever the session id, and no client-chosen id sent upstream as it is."""
+    digest = hashlib.sha256(f"{tenant}\x00{session}".encode()).hexdigest()
+    return f"ctxproxy-{digest[:32]}"
 
 
 def _system_messages(system: SystemPrompt, *, parts: bool) -> list[Message]:

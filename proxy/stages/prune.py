@@ -18,8 +18,11 @@ Only `role: "tool"` messages are touched, in this order:
    and fetch line survive, and only its preview is cut, then the block is closed again. A cut
    that saves nothing is dropped.
 4. Batch: candidates are taken all together, and only when their savings reach
-   `min_savings_chars` and the cache is cold anyway (`when_cache_cold_s` unset, the last request
-   unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell to store.
+   `min_savings_chars` and the cache is cold anyway (`when_cache_cold_s` unset or 0, the last
+   request unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell
+   to store. The default waits 300 s, the life of Anthropic's default 5-minute cache: cutting
+   while the provider still holds the prefix turns the rest of the prompt into cache writes
+   (`benchmarks/cost.py`); the config resolves it per upstream (`proxy.settings`).
 Text is a string as is, text parts joined by newlines, any other content compact JSON. A changed
 message gets a string content (a single text part when a part carried `cache_control`).
 A cut's `...(truncated, original: N chars)` marker is written by `truncation_marker` and read back
@@ -60,7 +63,7 @@ class PruneSettings:
     max_chars: int = 300
     keep_chars: int = 200
     min_savings_chars: int = 0
-    when_cache_cold_s: float | None = None
+    when_cache_cold_s: float | None = 300.0
     exclude_tools: tuple[str, ...] = ()
     recall_tool: str = ""
     """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key)."""

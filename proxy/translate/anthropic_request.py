@@ -150,3 +150,10 @@ def _thinking(body: JSON, *, default_max_tokens: int) -> JSON:
 
 def _enabled(budget: int) -> JSON:
     return {"type": "enabled", "budget_tokens": budget}
+
+
+def diagnostics_param(previous_id: str | None) -> JSON:
+    """The request's `diagnostics`: the previous answer's `msg_…` id, or null on a session's
+    first request (which opts in with nothing to compare)."""
+    previous = previous_id if previous_id and previous_id.startswith("msg_") else None
+    return {"previous_message_id": previous}

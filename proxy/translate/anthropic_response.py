@@ -8,7 +8,9 @@ stop_reason       → finish_reason: end_turn, stop_sequence, pause_turn → sto
                     tool_use → tool_calls; refusal → content_filter
 usage             → prompt_tokens = input + cache_creation + cache_read, completion_tokens =
                     output, prompt_tokens_details.cached_tokens = cache_read; the two Anthropic
-                    cache counters are passed through as they came
+                    cache counters, and the writes' 5-minute / 1-hour split (`cache_creation`),
+                    are passed through as they came; so is the message's
+                    `diagnostics.cache_miss_reason`, as `usage.cache_miss_reason`
 error body        → `{"error": {message, type, param, code}}` with the status kept
                     (529 overloaded_error stays 529); `code` from `ERROR_CODES`, and
                     `context_length_exceeded` for a prompt that is too long
@@ -61,14 +63,15 @@ def finish_reason(stop_reason: Any) -> str:
     return FINISH_REASONS.get(str(stop_reason), "stop")
 
 
-def chat_usage(usage: JSON) -> JSON:
-    """Anthropic usage → chat-completions usage (see the module docstring)."""
+def chat_usage(usage: JSON, diagnostics: Any = None) -> JSON:
+    """Anthropic usage → chat-completions usage (see the module docstring); the message's
+    `diagnostics.cache_miss_reason`, when it gave one, as `cache_miss_reason`."""
     fresh = int(usage.get("input_tokens") or 0)
     created = int(usage.get("cache_creation_input_tokens") or 0)
     read = int(usage.get("cache_read_input_tokens") or 0)
     prompt = fresh + created + read
     completion = int(usage.get("output_tokens") or 0)
-    return {
+    chat: JSON = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
@@ -76,6 +79,12 @@ def chat_usage(usage: JSON) -> JSON:
         "cache_creation_input_tokens": created,
         "cache_read_input_tokens": read,
     }
+    if isinstance(usage.get("cache_creation"), dict):  # the 5-minute / 1-hour split of the writes
+        chat["cache_creation"] = usage["cache_creation"]
+    reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+    if isinstance(reason, dict):
+        chat["cache_miss_reason"] = reason
+    return chat
 
 
 def to_chat_completion(message: JSON, *, model: str, created: int = 0) -> JSON:
@@ -103,7 +112,7 @@ def to_chat_completion(message: JSON, *, model: str, created: int = 0) -> JSON:
                 "logprobs": None,
             }
         ],
-        "usage": chat_usage(message.get("usage") or {}),
+        "usage": chat_usage(message.get("usage") or {}, message.get("diagnostics")),
     }
 
 

@@ -2,7 +2,8 @@
 
 Feed each decoded event (`feed(name, data)`); each call returns the bytes to send, maybe none:
 
-    message_start        → the role chunk (`delta: {"role": "assistant", "content": ""}`)
+    message_start        → the role chunk (`delta: {"role": "assistant", "content": ""}`); its
+                           message's `diagnostics` are kept for the usage chunk
     text_delta           → `delta.content`;  thinking_delta → `delta.reasoning_content`
     tool_use block start → a tool call chunk with the next `index` (0, 1, 2 in order of
                            appearance), its id and name, and `arguments: ""`
@@ -38,6 +39,7 @@ class AnthropicStreamTranslator:
         self.done = False
         self._id = ""
         self._usage: JSON = {}
+        self._diagnostics: object = None
         self._stop_reason: Any = None
         self._tools: dict[int, int] = {}
         """Anthropic block index → tool call index."""
@@ -75,6 +77,7 @@ class AnthropicStreamTranslator:
         message = data.get("message") or {}
         self._id = str(message.get("id", ""))
         self._usage = dict(message.get("usage") or {})
+        self._diagnostics = message.get("diagnostics")  # the cache-miss reason, when asked
         return self._chunk({"role": "assistant", "content": ""})
 
     def _on_content_block_start(self, data: JSON) -> bytes:
@@ -126,7 +129,9 @@ class AnthropicStreamTranslator:
         self.done = True
         out = self._chunk({}, finish_reason(self._stop_reason))
         if self.include_usage:
-            out += data_event(self._envelope(choices=[], usage=chat_usage(self._usage)))
+            out += data_event(
+                self._envelope(choices=[], usage=chat_usage(self._usage, self._diagnostics))
+            )
         return out + DONE
 
     def _on_error(self, data: JSON) -> bytes:

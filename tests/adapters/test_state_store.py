@@ -1,34 +1,50 @@
-"""One contract, two stores: the embedded one and Redis on a real server."""
+"""One contract, four stores: the embedded one, and Redis on a real server, on a real Redis
+Cluster (six nodes) and on a real Sentinel set (primary, replica, three sentinels)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 
 from proxy.adapters.memory.store import MemoryStore
+from proxy.adapters.redis.events import parse_id
+from proxy.adapters.redis.keys import shard_of
 from proxy.adapters.redis.store import MAX_CONNECTIONS, RedisStore
 from proxy.errors import StoreUnavailable
 from proxy.ports import StateStore
 from proxy.types import StoredCompaction
+from tests.redis_cluster import RedisCluster, SentinelSet
 from tests.redis_server import RedisServer
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def store(
-    request: pytest.FixtureRequest, redis_server: RedisServer, key_prefix: str
-) -> AsyncIterator[StateStore]:
+@pytest.fixture(params=["memory", "redis", "cluster", "sentinel"])
+async def store(request: pytest.FixtureRequest, key_prefix: str) -> AsyncIterator[StateStore]:
     made: StateStore
     if request.param == "memory":
         made = MemoryStore()
     else:
-        made = RedisStore(redis_server.url, key_prefix=key_prefix)
+        # A cluster store's first operation reads the slot map and redis-py's command table, a
+        # Sentinel one asks a sentinel: on a loaded machine that can outlast 0.5 s
+        timeout = 0.5 if request.param == "redis" else 2.0
+        made = RedisStore(
+            redis_url(request, request.param), key_prefix=key_prefix, op_timeout_s=timeout
+        )
     yield made
     await made.close()
+
+
+def redis_url(request: pytest.FixtureRequest, kind: str) -> str:
+    """The URL of the shared server, cluster or Sentinel set (started on first use)."""
+    fixture = {"redis": "redis_server", "cluster": "redis_cluster", "sentinel": "sentinel_set"}
+    server: RedisServer | RedisCluster | SentinelSet = request.getfixturevalue(fixture[kind])
+    return server.url
 
 
 def compaction(prefix_hash: str = "abc", covers: int = 3) -> StoredCompaction:
@@ -178,22 +194,23 @@ async def test_redis_keys_follow_the_documented_layout_with_ttls(
 ) -> None:
     store = RedisStore(redis_server.url, key_prefix=key_prefix, session_ttl_s=1000)
     await store.record_turn(
-        "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={"c": "x"}
-    )
+        "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={"c": "x"},
+        events=[{"kind": "request", "tenant": "t1", "session": "s1"}],
+    )  # fmt: skip
     await store.archive("t1", "s1", b"[]")
     await store.put_output("t1", "o1", "text")
-    await store.emit_event({"kind": "request"})
     raw = aioredis.Redis.from_url(redis_server.url)
     keys = sorted(k.decode() for k in await raw.keys(f"{key_prefix}*"))
+    shard = shard_of("t1", "s1")
     assert keys == sorted(
         [
             f"{key_prefix}{{t1:s1}}:state",
             f"{key_prefix}{{t1:s1}}:decisions",
             f"{key_prefix}{{t1:s1}}:raw",
-            f"{key_prefix}{{t1}}:output:o1",
-            f"{key_prefix}{{t1}}:sessions",
-            f"{key_prefix}tenants",
-            f"{key_prefix}events",
+            f"{key_prefix}{{t1:o1}}:output",
+            f"{key_prefix}{{shard:{shard}}}:sessions:t1",
+            f"{key_prefix}{{shard:{shard}}}:tenants",
+            f"{key_prefix}{{shard:{shard}}}:events",
         ]
     )
     for key in keys:
@@ -201,6 +218,100 @@ async def test_redis_keys_follow_the_documented_layout_with_ttls(
     assert (await raw.hgetall(f"{key_prefix}{{t1:s1}}:state"))[b"requests"] == b"1"
     await raw.aclose()
     await store.close()
+
+
+async def test_every_batch_the_store_sends_stays_in_one_cluster_slot(
+    redis_server: RedisServer, key_prefix: str
+) -> None:
+    """On a cluster a batch goes to the node owning its slot: two slots in one batch would be
+    CROSSSLOT for a transaction or script, and a pipeline split over nodes for the rest."""
+    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    slots: list[set[int]] = []
+    wire = store._wire  # the store's own wire, watched (both ways of sending batches)
+    sent, sent_each = wire.run, wire.run_each
+
+    def watch(batches: Any) -> None:
+        slots.extend(
+            {key_slot(k.encode()) for command in b for k in _keys_of(command)} for b in batches
+        )
+
+    async def watched(batches: Any) -> list[list[Any]]:
+        watch(batches)
+        return await sent(batches)
+
+    async def watched_each(batches: Any) -> list[list[Any] | Exception]:
+        watch(batches)
+        return await sent_each(batches)
+
+    wire.run = watched  # type: ignore[method-assign]
+    wire.run_each = watched_each  # type: ignore[method-assign]
+    try:
+        await store.load("t1", "s1")
+        await store.add_facts("t1", None, ["- 2026-01-01: a tenant fact"], max_lines=10)
+        await store.add_facts("t1", "s1", ["- 2026-01-01: a session fact"], max_lines=10)
+        assert (await store.load("t1", "s1", memory="tenant")).memory
+        assert (await store.load("t1", "s1", memory="session")).memory
+        await store.read_facts("t1", None)
+        assert await store.forget_facts("t1", None, "tenant fact") == 1
+        await store.put_record("t1", "response", "r1", b"{}")
+        assert await store.get_record("t1", "response", "r1") == b"{}"
+        await store.put_record("t1", "summary", "m1", b"{}")
+        await store.handle_secret(b"x" * 32)
+        await store.record_turn(
+            "t1", "s1", fields={"model": "m"}, counters={"requests": 1}, decisions={"c": "x"},
+            events=[{"kind": "compaction"}, {"kind": "request"}],
+        )  # fmt: skip
+        await store.emit_event({"kind": "compaction", "tenant": "t1", "session": "s2"})
+        await store.put_output("t1", "o1", "text")
+        await store.get_output("t1", "o1")
+        await store.read_events("0-0", block_ms=0, count=10)
+        await store.list_sessions(None, limit=10)
+        await store.session_detail("t1", "s1")
+        token = await store.acquire_lock("t1", "s1", ttl_ms=5_000)
+        assert token is not None
+        await store.archive("t1", "s1", b"[]")
+        await store.save_compaction("t1", "s1", compaction(), snapshot_json=b"[]", lock_token=token)
+        await store.release_lock("t1", "s1", token)
+    finally:
+        await store.close()
+    assert len(slots) > 30
+    assert [s for s in slots if len(s) != 1] == []
+
+
+def _keys_of(command: tuple[Any, ...]) -> list[str]:
+    """The keys of one of the store's commands: the first argument, or `EVAL`'s keys."""
+    if command[0] == "EVAL":
+        return [str(key) for key in command[3 : 3 + int(command[2])]]
+    return [str(command[1])]
+
+
+async def test_a_store_of_the_previous_layout_keeps_its_sessions_and_outputs(
+    redis_server: RedisServer, key_prefix: str
+) -> None:
+    """Session keys are where they were; an output stored at `P{t}:output:ID` is still found."""
+    raw = aioredis.Redis.from_url(redis_server.url)
+    await raw.hset(f"{key_prefix}{{t1:old}}:state", mapping={"model": "m", "requests": 4})
+    await raw.set(f"{key_prefix}{{t1}}:output:o1", "kept text", ex=100)
+    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    try:
+        assert (await store.load("t1", "old")).int_field("requests") == 4
+        assert await store.get_output("t1", "o1") == "kept text"
+        assert await store.get_output("t2", "o1") is None
+    finally:
+        await store.close()
+        await raw.aclose()
+
+
+async def test_redis_on_a_database_other_than_0(redis_server: RedisServer, key_prefix: str) -> None:
+    url = redis_server.url.removesuffix("/0") + "/3"
+    store = RedisStore(url, key_prefix=key_prefix)
+    raw = aioredis.Redis.from_url(url)
+    try:
+        await store.record_turn("t1", "s1", fields={"model": "m"}, counters={}, decisions={})
+        assert await raw.exists(f"{key_prefix}{{t1:s1}}:state") == 1
+    finally:
+        await store.close()
+        await raw.aclose()
 
 
 async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
@@ -246,8 +357,10 @@ async def test_more_operations_at_once_than_connections_queue_instead_of_failing
     redis_server: RedisServer, key_prefix: str
 ) -> None:
     """A burst wider than the pool (MAX_CONNECTIONS) waits for connections: before the bound,
-    the 65th operation failed with MaxConnectionsError and opened the breaker for the rest."""
-    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+    the 65th operation failed with MaxConnectionsError and opened the breaker for the rest. The
+    per-operation bound is generous so that a loaded machine's slowness is not read as a failure;
+    without the bound the 65th fails at once whatever the timeout."""
+    store = RedisStore(redis_server.url, key_prefix=key_prefix, op_timeout_s=5.0)
     try:
         states = await asyncio.gather(
             *(store.load("t1", f"s{index}") for index in range(3 * MAX_CONNECTIONS))
@@ -284,3 +397,27 @@ async def test_the_embedded_store_holds_outputs_within_its_budget() -> None:
     assert store.output_chars_held <= 1_000
     assert await store.get_output("t1", "o0") is None
     assert await store.get_output("t1", "o9") == "9" * 300
+
+
+async def test_events_of_many_sessions_are_read_once_each_in_id_order(store: StateStore) -> None:
+    """Sessions' events go to different shards on Redis; pages of 7 still read each event once,
+    in id order (the order of time, to the millisecond)."""
+    for index in range(40):
+        await store.record_turn(
+            "t1", f"s{index}", fields={}, counters={}, decisions={},
+            events=[{"kind": "request", "tenant": "t1", "session": f"s{index}", "n": str(index)}],
+        )  # fmt: skip
+        if index % 10 == 0:
+            await asyncio.sleep(0.002)  # some in other milliseconds than the rest
+    seen: list[str] = []
+    order: list[tuple[int, int]] = []
+    last = "0-0"
+    for _ in range(40):
+        page = await store.read_events(last, block_ms=0, count=7)
+        if not page:
+            break
+        seen += [event["n"] for _, event in page]
+        order += [parse_id(entry_id) for entry_id, _ in page]
+        last = page[-1][0]
+    assert sorted(seen, key=int) == [str(n) for n in range(40)]
+    assert order == sorted(order)

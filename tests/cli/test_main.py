@@ -208,3 +208,21 @@ def test_serve_says_serving_once_bound_and_shutting_down_and_stopped_on_ctrl_c()
     shutting = next(i for i, m in enumerate(messages) if m.startswith("shutting down"))
     assert messages[shutting] == "shutting down (draining 0 requests, at most 30s)…"
     assert serving < shutting and messages[-1] == "stopped", messages
+
+
+def test_bootstrap_preview_shows_the_learned_facts_after_the_memory_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ws" / "memory").mkdir(parents=True)
+    (tmp_path / "ws" / "memory" / "MEMORY.md").write_text("- 2026-11-01: Curated.\n")
+    (tmp_path / "ws" / "memory" / "learned.md").write_text("- 2026-12-03: Learned.\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[tenants.default]\nworkspace = "ws"\n')
+    assert main(["bootstrap", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "<memory_index>\n- 2026-11-01: Curated.\n- 2026-12-03: Learned.\n</memory_index>" in out
+    config.write_text(
+        '[tenants.default]\nworkspace = "ws"\n[tenants.default.memory]\nenabled = false\n'
+    )
+    assert main(["bootstrap", "--config", str(config)]) == 0
+    assert "Learned" not in capsys.readouterr().out

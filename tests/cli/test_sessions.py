@@ -19,18 +19,29 @@ from proxy.cli.view import (
     choose_columns,
     context_bar,
     describe_event,
+    session_detail_view,
     sessions_table,
     short_count,
 )
 from proxy.types import StoredCompaction
+from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer, free_port
 
 NOW = 1_800_000_000.0
 
 
+@pytest.fixture(params=["redis", "cluster"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The suite's Redis server, or its Redis Cluster: the CLI reads either by URL."""
+    server: RedisServer | RedisCluster = request.getfixturevalue(
+        "redis_server" if request.param == "redis" else "redis_cluster"
+    )
+    return server.url
+
+
 @pytest.fixture
-async def store(redis_server: RedisServer, key_prefix: str) -> AsyncIterator[RedisStore]:
-    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+async def store(store_url: str, key_prefix: str) -> AsyncIterator[RedisStore]:
+    store = RedisStore(store_url, key_prefix=key_prefix, op_timeout_s=2.0)
     await store.record_turn("default", "agent-1", fields={
         "model": "gpt-4o", "last_prompt_tokens": 4800, "last_cached_tokens": 1200,
         "threshold_tokens": 6000, "updated_at": NOW - 30}, counters={"requests": 7,
@@ -66,9 +77,9 @@ def recording() -> Console:
 
 
 async def test_list_shows_each_session_with_its_bar_cached_share_and_last_event(
-    store: RedisStore, redis_server: RedisServer, key_prefix: str
+    store: RedisStore, store_url: str, key_prefix: str
 ) -> None:
-    source = RedisSource(redis_server.url, prefix=key_prefix)
+    source = RedisSource(store_url, prefix=key_prefix)
     console = recording()
     await run_list(source, console, limit=10)
     await source.close()
@@ -83,13 +94,13 @@ async def test_list_shows_each_session_with_its_bar_cached_share_and_last_event(
 
 def test_list_through_the_command_line(
     store: RedisStore,
-    redis_server: RedisServer,
+    store_url: str,
     key_prefix: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
-    assert main(["sessions", "list", "--redis", redis_server.url, "--prefix", key_prefix]) == 0
+    assert main(["sessions", "list", "--redis", store_url, "--prefix", key_prefix]) == 0
     out = capsys.readouterr().out
     assert "agent-1" in out and "agent-2" in out and "4800 / 6000" in out
 
@@ -112,9 +123,9 @@ def test_an_unreachable_source_is_named_by_its_address_without_a_password(
 
 
 async def test_show_prints_state_summaries_and_archive_size(
-    store: RedisStore, redis_server: RedisServer, key_prefix: str
+    store: RedisStore, store_url: str, key_prefix: str
 ) -> None:
-    source = RedisSource(redis_server.url, prefix=key_prefix)
+    source = RedisSource(store_url, prefix=key_prefix)
     console = recording()
     assert await run_show(source, console, session="agent-1", tenant=None) == 0
     assert await run_show(source, console, session="nope", tenant=None) == 1
@@ -129,9 +140,9 @@ async def test_show_prints_state_summaries_and_archive_size(
 
 
 async def test_watch_renders_a_frame_per_batch_of_new_events(
-    store: RedisStore, redis_server: RedisServer, key_prefix: str
+    store: RedisStore, store_url: str, key_prefix: str
 ) -> None:
-    source = RedisSource(redis_server.url, prefix=key_prefix)
+    source = RedisSource(store_url, prefix=key_prefix)
     frames = watch_frames(source, limit=10, interval_s=2.0, clock=lambda: NOW)
     console = recording()
     console.print(await anext(frames))
@@ -207,11 +218,25 @@ def test_columns_go_least_needed_first_as_the_terminal_narrows() -> None:
         return choose_columns([ROW], last_events=events, now=NOW, width=width)[0]
 
     assert shown(None) == shown(200) == (
-        "tenant", "session", "model", "context", "cached", "compactions", "requests", "event"
+        "tenant", "session", "model", "context", "cached", "miss", "compactions", "requests",
+        "event",
     )  # fmt: skip
-    assert "model" not in shown(120) and "cached" in shown(120)
+    assert "miss" not in shown(120) and "cached" in shown(120)
     assert shown(80) == ("session", "context", "compactions", "event")
     assert shown(40) == ("session", "context", "event")
+
+
+def test_the_last_miss_and_its_cause_show_in_the_table_and_the_detail() -> None:
+    row = {**ROW, "last_miss_cause": "prune", "last_miss_at": str(NOW - 180),
+           "last_miss_read": "1024", "last_miss_expected": "30000"}  # fmt: skip
+    events = {("default", ROW["session"]): {**EVENT, "cache_miss": "prune"}}
+    console = Console(record=True, width=300, force_terminal=False, color_system=None)
+    console.print(sessions_table([row], last_events=events, now=NOW, width=300))
+    text = console.export_text()
+    assert "last miss" in text and "prune 3m ago" in text and "cache miss: prune" in text
+    console = Console(record=True, width=120, force_terminal=False, color_system=None)
+    console.print(session_detail_view({"state": row}, now=NOW))
+    assert "prune 3m ago: read 1024 of 30000 cached tokens" in console.export_text()
 
 
 def test_short_counts() -> None:

@@ -14,7 +14,7 @@ from proxy.compaction.policy import (
     worth_compacting,
 )
 
-SETTINGS = CompactSettings()
+SETTINGS = CompactSettings(threshold_tokens="auto")
 
 
 def test_auto_threshold_is_window_minus_output_reserve_and_buffer() -> None:

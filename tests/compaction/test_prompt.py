@@ -9,11 +9,13 @@ import pytest
 
 from proxy.compaction.policy import OUTPUT_RESERVE_TOKENS, CompactSettings
 from proxy.compaction.prompt import (
+    MEMORY_OUTPUT_TOKENS,
     build_summary_body,
     build_transcript_body,
     extract_summary,
     summary_instruction,
 )
+from proxy.memory.block import MEMORY_INSTRUCTION
 from proxy.types import JSON, Message
 from tests.factories import assistant, call, exchange, system, tool, user
 
@@ -212,3 +214,23 @@ def test_extract_summary_reads_tags_in_any_case_and_nothing_usable_as_empty(
     text: str, expected: str
 ) -> None:
     assert extract_summary(text) == expected
+
+
+def test_with_memory_the_same_request_also_asks_for_the_memory_block() -> None:
+    prefix = {"model": "gpt-4o", "messages": [system("sys"), user("q")]}
+    plain = build_summary_body(prefix, settings=SETTINGS, model="gpt-4o")
+    asked = build_summary_body(prefix, settings=SETTINGS, model="gpt-4o", memory=True)
+    assert asked["messages"][:-1] == plain["messages"][:-1]  # the cached prefix is the same
+    instruction = asked["messages"][-1]["content"]
+    assert instruction == plain["messages"][-1]["content"] + " " + MEMORY_INSTRUCTION
+    assert asked["max_tokens"] == plain["max_tokens"] + MEMORY_OUTPUT_TOKENS
+    transcript = build_transcript_body([user("q")], settings=SETTINGS, model="gpt-4o", memory=True)
+    assert transcript["messages"][-1]["content"].endswith(MEMORY_INSTRUCTION)
+    assert "<memory>" not in plain["messages"][-1]["content"]
+
+
+def test_the_memory_block_is_never_part_of_the_summary() -> None:
+    tail = "<memory>\n- Lives in Lisbon.\n</memory>"
+    assert extract_summary(f"<analysis>a</analysis><summary>S</summary>{tail}") == "S"
+    assert extract_summary(f"<summary>S {tail} more") == "S  more"
+    assert extract_summary(f"plain answer\n{tail}") == "plain answer"

@@ -12,7 +12,7 @@ from proxy.history import history_salt
 from proxy.types import Draft, Message, SessionState
 from tests.factories import assistant, draft, matched_turn, system, user
 
-SETTINGS = CompactSettings()
+SETTINGS = CompactSettings(threshold_tokens="auto")
 
 
 def apply(client: Draft, state: SessionState, settings: CompactSettings = SETTINGS) -> Any:

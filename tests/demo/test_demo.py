@@ -13,6 +13,7 @@ from pathlib import Path
 from proxy.demo.script import BRIEF, PLAN
 
 ROOT = Path(__file__).resolve().parents[2]
+NEXT_DAY = "The next day, a new session"
 
 
 def run_demo(workdir: Path | None, **env_extra: str) -> subprocess.CompletedProcess[str]:
@@ -45,11 +46,33 @@ def test_demo_shows_bootstrap_pruning_and_compaction(tmp_path: Path) -> None:
     pruned = 200 + len('...(truncated, original: 755 chars; full text: ctx_recall(ref="call_2"))')
     assert f"✂ pruned read_file(notes/project-plan.md): 755 → {pruned} chars" in out
     assert out.count("⇣ compacted") == 1 and "⇣ compacted: 15 messages → 6" in out
+    out = out.split(NEXT_DAY)[0]  # the first session
     gauges = [int(n) for n in re.findall(r"\[tokens: (\d+) / 6000\]", out)]
     assert gauges[0] == 0 and len(gauges) == 9  # 8 requests, then the final gauge
     over = next(i for i, n in enumerate(gauges) if n > 6000)
     assert out.index("over the threshold") < out.index("⇣ compacted")
     assert gauges[over - 1] <= 6000 and gauges[-1] < 6000 / 2  # compaction freed the context
+
+
+def test_the_next_session_greets_with_what_the_first_ones_compaction_learned(
+    tmp_path: Path,
+) -> None:
+    done = run_demo(tmp_path)
+    assert done.returncode == 0, done.stderr
+    first, later = done.stdout.split(NEXT_DAY)
+    fact = "The HFA weekly sync moves to Wednesdays at 10:00 from 2026-12-09."
+    assert f"By the way: {fact[0].lower()}{fact[1:]}" in first  # said in passing
+    assert "remembered" not in first and "✎ memory: 1 fact(s) kept" in first
+    assert f"Last time you told me: {fact[0].lower()}{fact[1:]}" in later
+    assert "+ remembered (learned earlier): - " in later and fact in later
+    learned = tmp_path / "workspace" / "memory" / "learned.md"
+    [line] = [x for x in learned.read_text(encoding="utf-8").splitlines() if x.startswith("- ")]
+    assert re.fullmatch(r"- \d{4}-\d{2}-\d{2}: " + re.escape(fact), line)
+    snapshot = (tmp_path / "workspace" / "sessions" / "ctx-demo.json").read_text(encoding="utf-8")
+    assert "<memory>" not in snapshot  # the facts are not part of the summary
+    again = run_demo(tmp_path)  # a re-run knows it from the start, and keeps it once
+    assert "+ remembered (learned earlier)" in again.stdout.split(NEXT_DAY)[0]
+    assert learned.read_text(encoding="utf-8").count(fact) == 1
 
 
 def test_demo_leaves_the_archive_and_the_snapshot_where_it_says(tmp_path: Path) -> None:

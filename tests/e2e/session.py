@@ -17,7 +17,13 @@ from tests.fakes.openai_upstream import Reply
 from tests.server.harness import Proxy
 
 SESSION = "e2e-session"
-COMPACT = "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 4\n"
+COMPACT = (
+    # Prune on every request (the default before it waited for a cold provider cache): the
+    # scripted turns come milliseconds apart and the session checks what pruning did.
+    "[tenants.default.prune]\nwhen_cache_cold_s = 0\n"
+    # Last: tests append more keys of this table.
+    "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 4\n"
+)
 FACTS = "Hi, I am Ada. Our project codename is BLUEFIN and the deploy port is 8421."
 LISTING = "".join(f"src/module_{i:03d}.py\n" for i in range(60))[:755]
 GROWING = (400, 800, 1100, 1400, 1700, 2100, 900)

@@ -6,10 +6,10 @@ OpenAI upstream, which reports `prompt_tokens` = characters of what it received 
 suite fast, at most `MAX_REQUESTS` turns per trace are replayed, evenly spaced and always
 including the last; each replayed request still carries the full history up to its turn.
 
-Configs: `aggressive` (compaction threshold 20,000 tokens) and `default` (threshold `auto`), both
-with the example workspace (bootstrap adds its ~2 KB to every request). Printed per trace (see
-with `pytest -s`, and recorded as junit properties): requests, prompt tokens sent without and with
-the proxy, summarizer tokens, compactions.
+Configs: `aggressive` (compaction threshold 20,000 tokens, pruning on every request) and `default`
+(no settings: the defaults), both with the example workspace (bootstrap adds its ~2 KB to every
+request). Printed per trace (see with `pytest -s`, and recorded as junit properties): requests,
+prompt tokens sent without and with the proxy, summarizer tokens, compactions.
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ from tests.server.harness import Proxy
 from tests.traces import TRACE_FILES
 
 TRACES = TRACE_FILES
-CONFIGS = {"aggressive": "[tenants.default.compact]\nthreshold_tokens = 20000\n", "default": ""}
+CONFIGS = {
+    # Pruning on every request, as ctxproxy's defaults did before they waited for a cold cache:
+    # the assertions below count on pruning to send fewer tokens than the client's requests.
+    "aggressive": "[tenants.default.compact]\nthreshold_tokens = 20000\n"
+    "[tenants.default.prune]\nwhen_cache_cold_s = 0\n",
+    "default": "",
+}
 MAX_REQUESTS = 40
 INSTRUCTION = summary_instruction(max_words=500)[:60]
 

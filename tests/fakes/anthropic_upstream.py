@@ -37,6 +37,9 @@ class Reply:
     delay_s: float = 0.0
     end_delay_s: float = 0.0
     """Stream: the end of the body comes this long after `message_stop`."""
+    miss_reason: JSON | None = None
+    """Echoed as `diagnostics.cache_miss_reason` when the request asked for diagnostics (a
+    request that asked gets `diagnostics: null` without one, as the API answers)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def api_error(
 
 
 def _message(msg_id: str, body: JSON, reply: Reply) -> JSON:
-    return {
+    out: JSON = {
         "id": msg_id,
         "type": "message",
         "role": "assistant",
@@ -145,6 +148,10 @@ def _message(msg_id: str, body: JSON, reply: Reply) -> JSON:
         "stop_sequence": None,
         "usage": reply.usage,
     }
+    if "diagnostics" in body:
+        reason = reply.miss_reason
+        out["diagnostics"] = {"cache_miss_reason": reason} if reason is not None else None
+    return out
 
 
 async def _stream(request: web.Request, message: JSON, reply: Reply) -> web.StreamResponse:

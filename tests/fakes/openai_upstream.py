@@ -2,8 +2,10 @@
 
 It records what it received and answers from a script of `Reply` objects, then from `respond`
 (a function of the request body, to play a model that reacts: calls a tool, echoes its result),
-then with `default`. Tool calls are streamed as the API streams them: a first delta with the
-call's index, id and name, then argument fragments under the same index.
+then with `default`, on `/v1/chat/completions` and on `/v1/responses` (the Responses API: a
+Response, or its events; `tests.fakes.responses_upstream`). Chat tool calls are streamed as the
+API streams them: a first delta with the call's index, id and name, then argument fragments
+under the same index.
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
 answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
 and recorded in `summary_requests` as well.
@@ -21,6 +23,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.fakes.responses_upstream import responses_answer
+
 
 @dataclass
 class Reply:
@@ -32,6 +36,9 @@ class Reply:
     prompt_tokens: int | None = None
     """Reported `usage.prompt_tokens`; None = chars of the request messages / 4."""
     cached_tokens: int = 0
+    cache_write_tokens: int | None = None
+    """Reported as `prompt_tokens_details.cache_write_tokens` when set (as OpenAI-compatible
+    providers that charge for writes report them)."""
     completion_tokens: int = 7
     headers: dict[str, str] = field(default_factory=dict)
     error: dict[str, Any] | None = None
@@ -68,6 +75,8 @@ class FakeOpenAI:
         )
         self.summary_status = 200
         self.cancelled: list[float] = []
+        self.served: dict[str, dict[str, Any]] = {}
+        """Responses this fake served (`/v1/responses`), by id, for `previous_response_id`."""
 
     @property
     def chat(self) -> list[Received]:
@@ -77,6 +86,7 @@ class FakeOpenAI:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/v1/responses", self.responses)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/embeddings", self.embeddings)
         return app
@@ -163,6 +173,15 @@ class FakeOpenAI:
         await response.write_eof()
         return response
 
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.received.append(
+            Received(request.path, dict(request.headers), body, time.monotonic(), raw)
+        )
+        reply = self.script.popleft() if self.script else self.default
+        return await responses_answer(request, body, reply, self.served, usage=_usage)
+
     async def models(self, request: web.Request) -> web.Response:
         self.received.append(Received(request.path, dict(request.headers), {}, time.monotonic()))
         return web.json_response(
@@ -205,11 +224,14 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     prompt = (
         reply.prompt_tokens if reply.prompt_tokens is not None else estimate_prompt_tokens(body)
     )
+    details: dict[str, int] = {"cached_tokens": reply.cached_tokens}
+    if reply.cache_write_tokens is not None:
+        details["cache_write_tokens"] = reply.cache_write_tokens
     return {
         "prompt_tokens": prompt,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": prompt + reply.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "prompt_tokens_details": details,
     }
 
 

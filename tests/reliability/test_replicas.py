@@ -7,11 +7,13 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 import redis.asyncio as aioredis
 
 from proxy.adapters.redis.keys import Keys
 from proxy.history import history_salt, prefix_hash
 from tests.fakes.openai_upstream import Reply
+from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import MakeRig
 from tests.reliability.slowfake import SlowSummaryFake
@@ -42,12 +44,16 @@ async def _consistency_scan(redis: Any, keys: Keys) -> int:
     return len(stored)
 
 
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
 async def test_two_replicas_and_twenty_concurrent_requests_summarize_once(
-    make_rig: MakeRig, own_redis: RedisServer, key_prefix: str
+    make_rig: MakeRig, request: pytest.FixtureRequest, key_prefix: str, kind: str
 ) -> None:
+    """On one server and on a Redis Cluster (where the lock, the archive and the fenced save
+    sit on the node owning the session's slot)."""
+    url, redis = shared_redis(request, kind)
     fake = SlowSummaryFake(summary_delay_s=0.5)
     fake.default = Reply(prompt_tokens=5000)
-    shared = {"store_url": own_redis.url, "key_prefix": key_prefix, "tenant_extra": COMPACT_AT_1000}
+    shared = {"store_url": url, "key_prefix": key_prefix, "tenant_extra": COMPACT_AT_1000}
     replicas = [await make_rig(fake=fake, **shared), await make_rig(fake=fake, **shared)]
     messages = history(6)
     grown = [*messages, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "on"}]
@@ -62,13 +68,21 @@ async def test_two_replicas_and_twenty_concurrent_requests_summarize_once(
             await replicas[1].settled()
     assert statuses == [200] * 20
     assert len(fake.summary_requests) == 1
-    redis: Any = aioredis.Redis.from_url(own_redis.url)
     try:
         keys = Keys(key_prefix)
         assert await redis.xlen(keys.session("default", SESSION, "raw")) == 1
         assert await _consistency_scan(redis, keys) == 1
     finally:
         await redis.aclose()
+
+
+def shared_redis(request: pytest.FixtureRequest, kind: str) -> tuple[str, Any]:
+    """The URL of the suite's Redis server or cluster, and a plain client of it."""
+    if kind == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        return cluster.url, aioredis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    server: RedisServer = request.getfixturevalue("redis_server")
+    return server.url, aioredis.Redis.from_url(server.url)
 
 
 async def test_a_failing_archive_write_forwards_the_request_uncompacted(

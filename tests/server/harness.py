@@ -24,6 +24,7 @@ admin_keys = {admin_keys}
 [store]
 url = "{store_url}"
 key_prefix = "{key_prefix}"
+op_timeout_s = {store_op_timeout_s}
 
 [upstreams.fake]
 kind = "{upstream_kind}"
@@ -33,6 +34,7 @@ cache_style = "{cache_style}"
 first_byte_timeout_s = {first_byte_timeout_s}
 idle_timeout_s = {idle_timeout_s}
 timeout_s = {timeout_s}
+{upstream_extra}
 
 [tenants.default]
 workspace = "ws"
@@ -66,11 +68,13 @@ def write_config(tmp: Path, *, upstream: str, workspace: bool = True, **values: 
         "admin_keys": "[]",
         "store_url": "memory://",
         "key_prefix": "ctxproxy:",
+        "store_op_timeout_s": 0.5,
         "cache_style": "openai",
         "first_byte_timeout_s": 30,
         "idle_timeout_s": 30,
         "timeout_s": 60,
         "tenant_extra": "",
+        "upstream_extra": "",  # e.g. 'api = "responses"'
         "upstream_kind": "openai",  # "anthropic": base_url is the fake's root (upstream_path "")
         "upstream_path": "/v1",
     }

@@ -16,7 +16,7 @@ from proxy.stages.bootstrap import (
     collect,
     run,
 )
-from proxy.types import Draft, SystemPrompt, WorkspaceView
+from proxy.types import Draft, SessionState, SystemPrompt, WorkspaceView
 from tests.factories import draft, system, turn, user
 
 NOTICE = "\n\n" + TOOL_RESULT_NOTICE
@@ -297,3 +297,57 @@ def test_collect_counts_every_cut_of_every_file(
 ) -> None:
     settings = BootstrapSettings(max_chars_per_file=5, memory_max_lines=2)
     assert collect(WorkspaceView(files=files), settings).cuts == cuts
+
+
+LEARNED = ("- 2026-12-01: Sync moves to Wednesdays.", "- 2026-12-02: Rides on Saturdays.")
+
+
+def test_learned_facts_follow_the_memory_files_newest_last() -> None:
+    v = view(soul=("S",), memory=("- 2026-11-28: M",))
+    static, dynamic = assemble_system(v, settings=PLAIN, facts=LEARNED)
+    assert static == "<soul>\nS\n</soul>"
+    assert dynamic == "<memory_index>\n- 2026-11-28: M\n" + "\n".join(LEARNED) + "\n</memory_index>"
+
+
+def test_learned_facts_change_only_the_dynamic_part_byte_for_byte() -> None:
+    v = view(soul=("S",), agent=("A",), user=("U",), memory=("- 2026-11-28: M",))
+    before = assemble_system(v, settings=BootstrapSettings())
+    after = assemble_system(v, settings=BootstrapSettings(), facts=LEARNED)
+    assert after[0].encode() == before[0].encode()
+    assert after[1] != before[1] and after[1].startswith(before[1].removesuffix("</memory_index>"))
+
+
+def test_learned_facts_alone_make_a_memory_index() -> None:
+    assert assemble_system(WorkspaceView(), settings=PLAIN, facts=LEARNED) == (
+        "",
+        "<memory_index>\n" + "\n".join(LEARNED) + "\n</memory_index>",
+    )
+
+
+def test_learned_facts_fit_in_memory_max_lines_and_repeat_no_workspace_line() -> None:
+    settings = BootstrapSettings(tool_result_notice=False, memory_max_lines=3)
+    v = view(memory=("# index\n- 2026-11-28: Rides on saturdays",))
+    facts = ("- 2026-12-01: one", "- 2026-12-02: two", "- 2026-12-03: Rides on Saturdays.")
+    _, dynamic = assemble_system(v, settings=settings, facts=facts)
+    assert dynamic == "<memory_index>\n# index\n- 2026-11-28: Rides on saturdays\n" \
+        "- 2026-12-02: two\n</memory_index>"  # fmt: skip
+
+
+def test_run_reads_the_learned_facts_from_the_turns_state() -> None:
+    state = SessionState(memory=LEARNED)
+    out, _ = run(_client_draft(), turn(state=state, workspace=view(soul=("S",))), settings=PLAIN)
+    assert out.system.dynamic.endswith(LEARNED[-1] + "\n</memory_index>")
+
+
+def test_cache_assembles_again_for_other_facts_and_not_for_the_same() -> None:
+    cache = AssemblyCache()
+    v = view(soul=("S",))
+    first, _ = run(_client_draft(), turn(workspace=v), settings=PLAIN, cache=cache)
+    with_facts = turn(workspace=v, state=SessionState(memory=LEARNED))
+    second, _ = run(_client_draft(), with_facts, settings=PLAIN, cache=cache)
+    assert "<memory_index>" not in first.system.dynamic
+    assert second.system.dynamic.endswith(LEARNED[-1] + "\n</memory_index>")
+    equal = turn(workspace=v, state=SessionState(memory=tuple(list(LEARNED))))
+    third, _ = run(_client_draft(), equal, settings=PLAIN, cache=cache)
+    assert third.system.dynamic is second.system.dynamic  # equal facts: not assembled again
+    assert third.system.static.encode() == first.system.static.encode()

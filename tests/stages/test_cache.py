@@ -94,10 +94,16 @@ def test_body_keys_are_kept_and_messages_replaced() -> None:
     }
 
 
-def test_prompt_cache_key_is_per_tenant_and_only_when_configured() -> None:
+def test_prompt_cache_key_is_per_session_and_only_when_configured() -> None:
     d = draft([user("hi")])
     on = CacheSettings(send_prompt_cache_key=True)
-    assert render(d, "openai", on, tenant="acme")[0]["prompt_cache_key"] == "ctxproxy-acme"
+    key = render(d, "openai", on, tenant="acme", session="s1")[0]["prompt_cache_key"]
+    assert key == render(d, "openai", on, tenant="acme", session="s1")[0]["prompt_cache_key"]
+    assert key.startswith("ctxproxy-") and len(key) == len("ctxproxy-") + 32
+    assert "acme" not in key and "s1" not in key
+    other = render(d, "openai", on, tenant="acme", session="s2")[0]["prompt_cache_key"]
+    assert other != key
+    assert render(d, "openai", on, tenant="bee", session="s1")[0]["prompt_cache_key"] != key
     assert "prompt_cache_key" not in render(d, "openai", CacheSettings())[0]
     assert "prompt_cache_key" not in render(d, "none", on)[0]
     own = draft([user("hi")], prompt_cache_key="mine")

@@ -69,6 +69,14 @@ def test_usage_counts_cache_reads_and_writes_as_prompt_tokens() -> None:
     }
 
 
+def test_usage_keeps_the_split_of_cache_writes_by_lifetime() -> None:
+    split = {"ephemeral_5m_input_tokens": 50, "ephemeral_1h_input_tokens": 150}
+    out = completion(
+        message({"type": "text", "text": "x"}, usage={**USAGE, "cache_creation": split})
+    )
+    assert out["usage"]["cache_creation"] == split
+
+
 def test_parallel_tool_use_becomes_tool_calls_with_json_string_arguments() -> None:
     answer = message(
         {"type": "text", "text": "Let me look."},

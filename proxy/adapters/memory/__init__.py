@@ -6,6 +6,8 @@ default, with the Redis store's contract.
     outputs     persisted tool outputs within a TTL and a size budget
     events      the bounded ring of events and its readers
     archive     archives and snapshots as files in the tenant's workspace
+    records     the Responses edge's records (responses served, summaries behind handles)
+    facts       learned facts: a ledger per tenant (or session), a file in the workspace
 
 May import the foundation only (files through `pathlib`, in worker threads).
 """

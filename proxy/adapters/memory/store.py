@@ -2,8 +2,9 @@
 
 Same contract as the Redis store, for one process. Archives and snapshots go to files in the
 tenant's workspace (`sessions/raw.jsonl`, `sessions/ctx-<session>.json`) when a workspace is
-known, so a user without Redis can still read what was compacted. Its parts are the package's
-other modules (see `proxy.adapters.memory`).
+known, so a user without Redis can still read what was compacted; learned facts to its
+`memory/` folder, so a restart keeps them. Its parts are the package's other modules (see
+`proxy.adapters.memory`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from pathlib import Path
 
 from proxy.adapters.memory.archive import ArchiveFiles
 from proxy.adapters.memory.events import EventRing
+from proxy.adapters.memory.facts import FactFiles
 from proxy.adapters.memory.outputs import MAX_CHARS, MemoryOutputs
+from proxy.adapters.memory.records import MemoryRecords
 from proxy.adapters.memory.sessions import SessionEntry, SessionTable, describe_session, list_recent
+from proxy.memory.ledger import Scope
+from proxy.ports import RecordKind
 from proxy.types import JSON, SessionState, StoredCompaction
 
 
 class MemoryStore:
-    """An in-memory store; `archive_dir_for(tenant)` names the tenant's workspace, if any."""
+    """An in-memory store; `archive_dir_for(tenant)` names the folder of the tenant's archive
+    (its workspace's `sessions/`), `facts_dir_for(tenant)` that of its learned facts (the
+    workspace's `memory/`), if it has one."""
 
     def __init__(
         self,
@@ -29,6 +36,7 @@ class MemoryStore:
         session_ttl_s: float = 604_800,
         events_max: int = 10_000,
         archive_dir_for: Callable[[str], Path | None] = lambda tenant: None,
+        facts_dir_for: Callable[[str], Path | None] = lambda tenant: None,
         clock: Callable[[], float] = time.time,
         max_output_chars: int = MAX_CHARS,
     ) -> None:
@@ -37,6 +45,9 @@ class MemoryStore:
         self._sessions = SessionTable(ttl_s=session_ttl_s, now=clock())
         self._outputs = MemoryOutputs(ttl_s=session_ttl_s, max_chars=max_output_chars)
         self._ring = EventRing(maxlen=events_max)
+        self._facts = FactFiles(facts_dir_for)
+        self._records = MemoryRecords(ttl_s=session_ttl_s)
+        self._secret: bytes | None = None
 
     async def ping(self) -> bool:
         return True
@@ -44,15 +55,31 @@ class MemoryStore:
     def _live(self, tenant: str, session: str, *, create: bool) -> SessionEntry | None:
         return self._sessions.live(tenant, session, now=self._clock(), create=create)
 
-    async def load(self, tenant: str, session: str) -> SessionState:
+    async def load(self, tenant: str, session: str, *, memory: Scope | None = None) -> SessionState:
+        facts: tuple[str, ...] = ()
+        if memory is not None:
+            owner = session if memory == "session" else None
+            facts = (await self._facts.ledger(tenant, owner)).lines
         entry = self._live(tenant, session, create=False)
         if entry is None:
-            return SessionState()
+            return SessionState(memory=facts)
         return SessionState(
             fields=dict(entry.state),
             decisions=dict(entry.decisions),
             compactions=tuple(entry.compactions.values()),
+            memory=facts,
         )
+
+    async def add_facts(
+        self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
+    ) -> int:
+        return await self._facts.add(tenant, owner, lines, max_lines=max_lines)
+
+    async def read_facts(self, tenant: str, owner: str | None) -> tuple[str, ...]:
+        return (await self._facts.ledger(tenant, owner)).lines
+
+    async def forget_facts(self, tenant: str, owner: str | None, pattern: str) -> int:
+        return await self._facts.forget(tenant, owner, pattern)
 
     async def record_turn(
         self,
@@ -134,6 +161,18 @@ class MemoryStore:
 
     async def get_output(self, tenant: str, output_id: str) -> str | None:
         return self._outputs.get(tenant, output_id, now=self._clock())
+
+    async def put_record(self, tenant: str, kind: RecordKind, record_id: str, value: bytes) -> None:
+        self._records.put((tenant, kind, record_id), value, now=self._clock())
+
+    async def get_record(self, tenant: str, kind: RecordKind, record_id: str) -> bytes | None:
+        return self._records.get((tenant, kind, record_id), now=self._clock())
+
+    async def handle_secret(self, candidate: bytes) -> bytes:
+        """Kept for the process's lifetime: a restart makes the handles it signed unreadable."""
+        if self._secret is None:
+            self._secret = candidate
+        return self._secret
 
     async def emit_event(self, event: Mapping[str, str]) -> None:
         ring = self._ring  # appended here, not through a call: this runs on every request

@@ -7,6 +7,11 @@ elapsed, one call (the probe) tries Redis while the others still fail at once; a
 succeeds closes the breaker, so state features resume by themselves and a dead server costs one
 timeout per breaker period, not one per request in flight.
 
+On a Redis Cluster a failed node is one node: the wire (`proxy.adapters.redis.wire.ClusterWire`)
+keeps a breaker of its own per node and raises `NodeUnavailable` for an operation that needs
+one that failed; that operation fails (`StoreUnavailable`) but this breaker stays closed, so the
+sessions on the other primaries keep their state while a failover runs.
+
 At most `max_concurrent` operations run at once (each holds one pooled connection); the others
 wait for a slot within their own timeout. Without the bound, a burst of more operations than
 the pool has connections failed at once (`MaxConnectionsError`) and opened the breaker.
@@ -19,11 +24,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError, RedisError
 
 from proxy.errors import StoreUnavailable
 
 T = TypeVar("T")
+
+
+class NodeUnavailable(ConnectionError):
+    """One node of a Redis Cluster failed (or its breaker is open): only its slots are out."""
 
 
 class Breaker:
@@ -58,6 +67,8 @@ class Breaker:
         try:
             async with asyncio.timeout(self._op_timeout_s), self._slots:
                 result = await op()
+        except NodeUnavailable as exc:
+            raise StoreUnavailable(f"{self._name} unavailable: {exc}") from exc
         except (RedisError, OSError, TimeoutError) as exc:
             self._open_until = time.monotonic() + self._breaker_s
             raise StoreUnavailable(f"{self._name} unavailable: {type(exc).__name__}") from exc

@@ -25,6 +25,7 @@ from redis.asyncio.connection import (
     SSLConnection,
     UnixDomainSocketConnection,
 )
+from redis.asyncio.sentinel import SentinelManagedConnection, SentinelManagedSSLConnection
 from redis.exceptions import DataError, ResponseError
 
 Command = tuple[str | bytes | int | float, ...]
@@ -72,6 +73,14 @@ class HiredisUnixConnection(HiredisPacking, UnixDomainSocketConnection):
     pass
 
 
+class HiredisSentinelConnection(HiredisPacking, SentinelManagedConnection):
+    """A connection to the primary that the sentinels name, found again on each connect."""
+
+
+class HiredisSentinelSSLConnection(HiredisPacking, SentinelManagedSSLConnection):
+    pass
+
+
 PACKING: Mapping[type[AbstractConnection], type[AbstractConnection]] = MappingProxyType(
     {
         Connection: HiredisConnection,
@@ -95,9 +104,9 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
     """Every command's reply, in order, for one write on one connection of `pool`.
 
     Replies are as the parser reads them (bytes, ints, lists; maps as dicts with RESP3, which
-    redis-py speaks by default, as flat lists with RESP2: see `read_hash_reply`). An error reply
-    raises its `ResponseError` once every reply is read, so the connection stays in step; a
-    read that fails or is cancelled drops the connection (redis-py disconnects it)."""
+    redis-py speaks by default, as flat lists with RESP2: see `codec.read_hash_reply`). An
+    error reply raises its `ResponseError` once every reply is read, so the connection stays in
+    step; a read that fails or is cancelled drops the connection (redis-py disconnects it)."""
     connection: AbstractConnection = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
         await connection.send_packed_command(_packed_commands(commands))
@@ -123,10 +132,3 @@ def _packed_commands(commands: Sequence[Command]) -> bytes:
         return b"".join(map(_pack, commands))
     except TypeError as exc:
         raise DataError(str(exc)) from exc
-
-
-def read_hash_reply(reply: Any) -> dict[Any, Any]:
-    """An `HGETALL` reply as a dict: RESP3 reads it as one, RESP2 as `[field, value, ...]`."""
-    if isinstance(reply, dict):
-        return reply
-    return dict(zip(reply[::2], reply[1::2], strict=True))

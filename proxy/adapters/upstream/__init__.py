@@ -1,6 +1,7 @@
 """Upstreams: the `Upstream` port, a final chat-completions body sent to a provider.
 
-    openai_chat         any OpenAI-compatible `/chat/completions`: the body as is, bytes back
+    openai_chat         any OpenAI-compatible `/chat/completions` (and `/responses`, the
+                        `ResponsesUpstream` port): the body as is, bytes back
     anthropic_messages  Anthropic's Messages API, translated both ways (`proxy.translate`)
     transport           the one HTTP transport: opening with one timeout policy, a single
                         retry before the first byte, reading with bounded silences

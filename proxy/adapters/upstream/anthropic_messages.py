@@ -2,9 +2,10 @@
 
 A chat-completions body is translated (`to_messages_request`) and POSTed to
 `{base_url}/v1/messages` with `x-api-key` and `anthropic-version` (the client's own
-`anthropic-version` / `anthropic-beta` headers pass through) through the one upstream transport
-(`proxy.adapters.upstream.transport`: its timeouts, its single retry before the first byte, no
-redirects followed). The answer comes back in OpenAI form:
+`anthropic-version` / `anthropic-beta` headers pass through; with `cache_diagnostics` the
+request asks for the provider's cache-miss diagnostics against the session's previous message)
+through the one upstream transport (`proxy.adapters.upstream.transport`: its timeouts, its
+single retry before the first byte, no redirects followed). The answer comes back in OpenAI form:
 
     200, not streamed  → a `chat.completion` JSON body
     200, streamed      → `chat.completion.chunk` SSE bytes, translated as events arrive
@@ -35,7 +36,7 @@ from proxy.adapters.upstream.transport import (
 )
 from proxy.ports import UpstreamReply
 from proxy.sse import SSEDecoder, SSEvent
-from proxy.translate.anthropic_request import to_messages_request
+from proxy.translate.anthropic_request import diagnostics_param, to_messages_request
 from proxy.translate.anthropic_response import to_chat_completion, to_openai_error
 from proxy.translate.anthropic_stream import AnthropicStreamTranslator
 from proxy.types import JSON
@@ -52,7 +53,9 @@ class AnthropicUpstream:
 
     `api_key` is the configured key; an `api_key` passed to `send_chat` (the client's
     own key, when the tenant forwards it) takes precedence, as for the OpenAI upstream.
-    `default_max_tokens` and `keep_sampling` go to `to_messages_request`; `via` is this
+    `default_max_tokens` and `keep_sampling` go to `to_messages_request`; `cache_diagnostics`
+    adds `diagnostics.previous_message_id` (the answer's reason reaches the translated usage
+    as `cache_miss_reason`); `via` is this
     proxy's instance id, sent in the loop marker (`proxy.adapters.upstream.headers.VIA`).
     """
 
@@ -65,6 +68,7 @@ class AnthropicUpstream:
         anthropic_version: str = "2023-06-01",
         default_max_tokens: int = 4096,
         keep_sampling: bool = False,
+        cache_diagnostics: bool = False,
         timeouts: Timeouts = Timeouts(),  # noqa: B008 (frozen: one object serves as default)
         via: str | None = None,
     ) -> None:
@@ -75,15 +79,23 @@ class AnthropicUpstream:
         self._version = anthropic_version
         self._default_max_tokens = default_max_tokens
         self._keep_sampling = keep_sampling
+        self._cache_diagnostics = cache_diagnostics
         self._timeouts = timeouts
 
     async def send_chat(
-        self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
     ) -> UpstreamReply:
         """Translate, send, and return the answer in OpenAI form (see the module docstring)."""
         request = to_messages_request(
             body, default_max_tokens=self._default_max_tokens, keep_sampling=self._keep_sampling
         )
+        if self._cache_diagnostics:
+            request["diagnostics"] = diagnostics_param(previous_id)
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
         data = orjson.dumps(request)
         stream = bool(request.get("stream"))

@@ -1,5 +1,7 @@
 """An OpenAI-compatible upstream: the body goes as is; the answer comes back as bytes, through the
-one upstream transport (`proxy.adapters.upstream.transport`)."""
+one upstream transport (`proxy.adapters.upstream.transport`). A chat-completions body goes to
+`/chat/completions` (`send_chat`), a Responses body to `/responses` (`send_responses`, for an
+upstream with `api = "responses"`)."""
 
 from __future__ import annotations
 
@@ -35,11 +37,29 @@ class OpenAIUpstream:
         self._session = session
         self._via = via
         self._url = base_url.rstrip("/") + "/chat/completions"
+        self._responses_url = base_url.rstrip("/") + "/responses"
         self._api_key = api_key
         self._timeouts = timeouts
 
     async def send_chat(
+        self,
+        body: JSON,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        previous_id: str | None = None,
+    ) -> UpstreamReply:
+        """`previous_id` is ignored: chat completions have no cache-miss diagnostics."""
+        return await self._send(self._url, body, headers=headers, api_key=api_key)
+
+    async def send_responses(
         self, body: JSON, *, headers: Mapping[str, str], api_key: str | None
+    ) -> UpstreamReply:
+        """A Responses API body to `/responses`; a stream comes back as its own events."""
+        return await self._send(self._responses_url, body, headers=headers, api_key=api_key)
+
+    async def _send(
+        self, url: str, body: JSON, *, headers: Mapping[str, str], api_key: str | None
     ) -> UpstreamReply:
         out = upstream_request_headers(headers, rebuilt_body=True, via=self._via)
         out["Content-Type"] = "application/json"
@@ -50,7 +70,7 @@ class OpenAIUpstream:
         response = await open_response(
             self._session,
             "POST",
-            self._url,
+            url,
             headers=out,
             data=data,
             timeouts=self._timeouts,

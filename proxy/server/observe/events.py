@@ -18,14 +18,15 @@ from proxy.compaction.job import CompactionOutcome
 from proxy.errors import StoreUnavailable
 from proxy.ports import EventStore
 from proxy.server.observe.stage_tokens import stage_tokens
-from proxy.server.observe.trace import Trace
+from proxy.server.observe.trace import Bill, Trace
 
 log = logging.getLogger(__name__)
 
 
 def request_event(trace: Trace, *, now: float) -> dict[str, str]:
     """The `kind=request` entry: tokens (reported, and estimated before and after each stage
-    that changed the prompt's size), per-stage counters, compaction outcome, latency."""
+    that changed the prompt's size), what they cost, per-stage counters, compaction outcome,
+    latency."""
     prepared, relayed = trace.prepared, trace.relayed
     compaction = prepared.compaction
     prepare_s, upstream_s = trace.prepare_s, trace.upstream_s
@@ -57,6 +58,12 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["cached_tokens"] = str(usage.cached_tokens)
         event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
         event["completion_tokens"] = str(usage.completion_tokens)
+        if usage.provider_miss:  # the provider's own reason, beside ours (`cache_miss`)
+            event["cache_miss_provider"] = usage.provider_miss
+    if trace.bill is not None:
+        event.update(bill_fields(trace.bill))
+    if trace.miss is not None:
+        event["cache_miss"] = trace.miss
     if trace.retried_overflow:
         event["retried_overflow"] = "1"
     event.update(recall_fields(trace))
@@ -73,6 +80,16 @@ def recall_fields(trace: Trace) -> dict[str, str]:
     if tally is not None:
         return {"recalls": str(tally.recalls), "recall_rounds": str(tally.rounds)}
     return {"recall_withheld": offer.reason} if offer.reason else {}
+
+
+def bill_fields(bill: Bill) -> dict[str, str]:
+    """`cost_usd` (or `unpriced`) and the estimated `cost_saved_usd`, in USD to 8 decimals."""
+    if bill.cost is None:
+        return {"unpriced": "1"}
+    fields = {"cost_usd": f"{bill.cost.total:.8f}"}
+    if bill.saved is not None:
+        fields["cost_saved_usd"] = f"{bill.saved:.8f}"
+    return fields
 
 
 def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
@@ -92,8 +109,16 @@ def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
         "messages_out": str(len(trace.prepared.body.get("messages") or [])),
         "prepare_ms": _ms(trace.prepare_s),
     }
+    return _with_compaction(event, outcome)
+
+
+def _with_compaction(event: dict[str, str], outcome: CompactionOutcome) -> dict[str, str]:
+    """What the compaction covered, and the facts it learned (when it was asked for some)."""
     if outcome.compaction is not None:
         event["covers"] = str(outcome.compaction.covers)
+    if outcome.memory:
+        event["memory"] = outcome.memory
+        event["facts_added"] = str(outcome.facts_added)
     return event
 
 
@@ -167,6 +192,4 @@ def background_compaction_event(
         "background": "1",
         "messages_out": str(len(outcome.messages)),
     }
-    if outcome.compaction is not None:
-        event["covers"] = str(outcome.compaction.covers)
-    return event
+    return _with_compaction(event, outcome)

@@ -22,9 +22,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from proxy.compaction.job import CompactionOutcome
+from proxy.cost.pricing import COST_KINDS
 from proxy.engine.prepared import Tally
 from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram
-from proxy.server.observe.trace import Trace
+from proxy.server.observe.trace import Bill, Trace
 from proxy.usage import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -48,6 +49,23 @@ class Metrics:
         self.tokens = count(
             "tokens", "Upstream-reported tokens (prompt, cached, cache_creation, completion).",
             t, "kind",
+        )  # fmt: skip
+        self.cost = count(
+            "cost_usd", "USD the answers' usage cost at the price table's prices "
+            "(input, cache_read, cache_write, output).", t, "kind",
+        )  # fmt: skip
+        self.unpriced = count("unpriced_requests", "Answers of a model with no price.", t)
+        self.saved = count(
+            "cost_saved_usd", "Estimated USD saved against the client's own body going direct "
+            "(requests where ctxproxy saved).", t,
+        )  # fmt: skip
+        self.extra = count(
+            "cost_extra_usd", "Estimated USD above the client's own body going direct "
+            "(requests where ctxproxy cost more).", t,
+        )  # fmt: skip
+        self.misses = count(
+            "cache_misses", "Requests whose cache reads fell against the session's previous "
+            "request, by cause (client, prune, compaction, bootstrap, ttl, unknown).", t, "cause",
         )  # fmt: skip
         self.chars = count(
             "tool_result_chars_removed", "Characters cut from tool results by stage "
@@ -77,6 +95,10 @@ class Metrics:
         )
         self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
         self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
+        self.memory_writes = count(
+            "memory_writes", "Facts asked of compactions: written, duplicate, none, malformed, "
+            "no_answer, failed, timeout.", t, "outcome",
+        )  # fmt: skip
         self.store_degraded = self._families.gauge(
             "ctxproxy_store_degraded", "1 while the state store is unreachable."
         )
@@ -88,6 +110,10 @@ class Metrics:
 
     def _histogram(self, name: str, doc: str, *labels: str) -> Histogram:
         return self._families.histogram("ctxproxy_" + name, doc, *labels, bounds=LATENCY_BUCKETS)
+
+    def count_memory_write(self, tenant: str, outcome: str) -> None:
+        """One compaction's facts (`proxy.compaction.writeback`), background ones included."""
+        self.memory_writes.labels(tenant, outcome).value += 1
 
     def set_store_degraded(self, degraded: bool) -> None:
         """The store health gauge: 1 while the store is unreachable."""
@@ -106,6 +132,10 @@ class Metrics:
             self.stream_errors.labels(tenant).value += 1
         if relayed.usage is not None:
             per_tenant.add_tokens(relayed.usage)
+        if trace.bill is not None:
+            self._bill(tenant, trace.bill)
+        if trace.miss is not None:
+            self.misses.labels(tenant, trace.miss).value += 1
         self._stages(per_tenant, trace.prepared.tally)
         if trace.prepared.compaction is not None:
             self._compaction(trace, trace.prepared.compaction)
@@ -116,6 +146,15 @@ class Metrics:
         if trace.store_degraded:
             self.degraded_requests.labels(tenant).value += 1
         self.set_store_degraded(trace.store_degraded)
+
+    def _bill(self, tenant: str, bill: Bill) -> None:
+        if bill.cost is None:
+            self.unpriced.labels(tenant).value += 1
+            return
+        for kind in COST_KINDS:
+            self.cost.labels(tenant, kind).value += getattr(bill.cost, kind)
+        if bill.saved is not None:  # a counter never goes down: a loss is counted apart
+            (self.saved if bill.saved >= 0 else self.extra).labels(tenant).value += abs(bill.saved)
 
     def _add_tenant(self, tenant: str) -> TenantSeries:
         series = self._tenants[tenant] = TenantSeries(self, tenant)

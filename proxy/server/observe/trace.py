@@ -5,9 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
+from proxy.cost.pricing import Cost
 from proxy.engine.prepared import Prepared
 from proxy.server.recall_loop import RecallTally
 from proxy.server.relay import Relayed
+
+
+class Bill(NamedTuple):
+    """One request's money (`proxy.server.observe.bill`): its `cost` (None: unpriced) and the
+    estimated USD `saved` against the client's own body going direct (None: no estimate)."""
+
+    cost: Cost | None = None
+    saved: float | None = None
 
 
 class Trace(NamedTuple):
@@ -30,6 +39,10 @@ class Trace(NamedTuple):
     retried_overflow: bool = False
     bytes_out: int = 0
     """Size of the body sent upstream."""
+    bill: Bill | None = None
+    """What the request cost; None when its answer reported no usage (set before the events)."""
+    miss: str | None = None
+    """Why its cache reads fell against the previous request's (`proxy.cost.misses`), if so."""
     recall: RecallTally | None = None
     """What the recall loop did, when the request offered the tool."""
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import DataError, ResponseError
 
-from proxy.adapters.redis.pool import HiredisPacking, open_pool, read_hash_reply, run_pipeline
+from proxy.adapters.redis.codec import read_hash_reply
+from proxy.adapters.redis.pool import HiredisPacking, open_pool, run_pipeline
 from tests.redis_server import RedisServer
 
 ARGUMENT = st.one_of(

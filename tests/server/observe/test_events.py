@@ -9,8 +9,13 @@ import orjson
 import pytest
 
 from proxy.adapters.redis.store import RedisStore
+from proxy.compaction.job import CompactionOutcome
 from proxy.server.appkeys import LIFECYCLE
-from proxy.server.observe.events import request_event
+from proxy.server.observe.events import (
+    background_compaction_event,
+    compaction_event,
+    request_event,
+)
 from proxy.types import StageReport
 from tests.factories import make_trace
 from tests.fakes.openai_upstream import Reply
@@ -152,3 +157,14 @@ async def test_events_and_logs_never_carry_content_or_keys(
     text = orjson.dumps(events).decode() + "\n".join(r.getMessage() for r in caplog.records)
     assert CONTENT not in text and SECRET not in text and "line 0" not in text
     assert "sk-upstream-secret" not in text
+
+
+def test_a_compaction_event_says_what_became_of_its_facts() -> None:
+    learned = CompactionOutcome("done", "compacted", (), memory="written", facts_added=2)
+    event = background_compaction_event("t", "s", learned, now=1.0)
+    assert (event["memory"], event["facts_added"]) == ("written", "2")
+    trace = make_trace(compaction=learned)
+    found = compaction_event(trace, now=1.0)
+    assert found is not None and (found["memory"], found["facts_added"]) == ("written", "2")
+    unasked = background_compaction_event("t", "s", CompactionOutcome("done", "x", ()), now=1.0)
+    assert "memory" not in unasked and "facts_added" not in unasked

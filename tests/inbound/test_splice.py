@@ -7,7 +7,7 @@ from typing import Any
 
 from proxy.inbound.messages_blocks import block_of
 from proxy.inbound.messages_request import messages_to_internal
-from proxy.inbound.messages_splice import match_origins, splice
+from proxy.inbound.splice import match_origins, splice
 from tests.inbound.builders import (
     EPHEMERAL,
     assistant,

@@ -1,7 +1,9 @@
 """Which client message each prepared internal message stands for, and re-rendering a changed
-one around the blocks it carries (pure; used by `proxy.inbound.messages_render`).
+one around the blocks it carries (pure; shared by the Messages and Responses renders).
 
-`match_origins` pairs the prepared messages with the carrier's origins, order kept: first by
+An origin is anything with the `internal` message it built (`Built`): the Messages carrier's
+`Origin`, the Responses carrier's. `match_origins` pairs the prepared messages with a carrier's
+origins, order kept: first by
 identity (the pipeline hands untouched messages on as the very objects it received), then,
 in each gap between those anchors and searching from its end (stages cut a history's head,
 never its tail), a tool message by its `tool_call_id`, an assistant message with tool calls by
@@ -18,16 +20,22 @@ where it was. Blocks given a marker the client did not set are collected in `our
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from proxy.inbound.messages_blocks import MARKER, without_marker
-from proxy.inbound.messages_carrier import Origin
 from proxy.types import JSON, Message
 
 Fresh = Callable[[Any], JSON | None]
 Placed = tuple[tuple[int, int, int], Any]
 """A block and where it goes: (position among the client's blocks, 0 there or ±1 beside it,
 order among fresh blocks)."""
+
+
+class Built(Protocol):
+    """An origin: it knows the internal message built from the client's (the very object)."""
+
+    @property
+    def internal(self) -> Message: ...
 
 
 def items_of(message: Message) -> list[Any]:
@@ -117,7 +125,7 @@ def with_marker_of(block: Any, holder: Any, ours: list[JSON], *, sticky: bool = 
     return out
 
 
-def match_origins(final: Sequence[Message], origins: Sequence[Origin]) -> list[int | None]:
+def match_origins(final: Sequence[Message], origins: Sequence[Built]) -> list[int | None]:
     """For each prepared message, the index of the origin it stands for, or None (new)."""
     index = {id(origin.internal): j for j, origin in enumerate(origins)}
     found: list[int | None] = []
@@ -146,7 +154,7 @@ def match_origins(final: Sequence[Message], origins: Sequence[Origin]) -> list[i
 
 def _fill_gap(
     final: Sequence[Message],
-    origins: Sequence[Origin],
+    origins: Sequence[Built],
     found: list[int | None],
     span: tuple[int, int],
     bounds: tuple[int, int],
