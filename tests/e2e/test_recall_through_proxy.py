@@ -251,7 +251,8 @@ async def test_usage_is_summed_for_the_client_and_the_session_records_the_last_r
     assert answer.usage["prompt_tokens"] == sum(prompts)
     assert answer.usage["completion_tokens"] == 14
     state = await proxy.app[STORE].load("default", "recall")
-    assert state.int_field("last_prompt_tokens") == prompts[-1]
+    assert state.int_field("last_prompt_tokens") == prompts[-1]  # what the upstream holds
+    assert state.int_field("cache_prompt_tokens") == prompts[0]  # what a cache could serve
     assert state.int_field("recall_offered") == 1
     events = await proxy.app[STORE].read_events("0-0", block_ms=0, count=10)
     [request] = [e for _, e in events if e["kind"] == "request"]
