@@ -22,6 +22,7 @@ from benchmarks import (
     instructions,
     memory,
     overhead,
+    recall,
     redis_trips,
     report,
     savings,
@@ -31,7 +32,7 @@ from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions",
-            "features", "cost")
+            "features", "cost", "recall")
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -52,6 +53,8 @@ def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
         return feature_cost.run(tmp, quick=quick)
     if name == "cost":
         return cost.run(tmp, quick=quick)
+    if name == "recall":
+        return recall.run(tmp, quick=quick)
     return memory.run(tmp, quick=quick, minutes=args.memory_minutes)
 
 

@@ -14,6 +14,7 @@ from benchmarks.report_tables import (
     instructions_table,
     memory_table,
     overhead_table,
+    recall_table,
     savings_table,
     scaling_table,
 )
@@ -33,7 +34,7 @@ def markdown(results: dict[str, Any]) -> str:
                 ("4. Cache share", cache_table), ("5. Memory", memory_table),
                 ("6. Instructions per request", instructions_table),
                 ("7. Where ctxproxy's extra instructions go", features_table),
-                ("8. Cost in dollars", cost_section)]
+                ("8. Cost in dollars", cost_section), ("9. Recall", recall_table)]
     for title, render in sections:
         try:
             parts.append(f"## {title}\n\n{render(results)}\n")

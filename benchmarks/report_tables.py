@@ -219,3 +219,24 @@ def memory_table(results: dict[str, Any]) -> str:
             ["target", *[f"{m + 1} min" for m in range(len(timelines[0][1]))]],
             [[name, *[f"{v:.0f}" for v in values]] for name, values in timelines])
     return text
+
+
+def recall_table(results: dict[str, Any]) -> str:
+    r = results["recall"]
+    cpu = r["cpu"]
+    rows = [
+        ["by ref", "100%", f"{r['ref_hits']} / {r['ref_needles']}",
+         _ok(r["ref_hits"] == r["ref_needles"])],
+        ["by query (≥ 200 needles)", "≥ 95%", f"{r['query_hits']} / {r['query_needles']}",
+         _ok(r["query_needles"] >= 200 and r["query_hits"] >= 0.95 * r["query_needles"])],
+        ["answers naming the tool to the client", "0", r["leaks"], _ok(r["leaks"] == 0)],
+        ["CPU/request, recall on (not called) vs off", "≤ 1.05×",
+         f"{cpu['cpu_us']['recall on']:,.0f} / {cpu['cpu_us']['recall off']:,.0f} µs = "
+         f"{cpu['ratio']:.3f}×", _ok(cpu["ratio"] <= 1.05)],
+    ]  # fmt: skip
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(r["ref_kinds"].items()))
+    return (f"{r['traces']} traces, {r['requests']} requests ({r['offered']} offered the tool), "
+            f"{r['extra_rounds']} extra upstream rounds; refs recalled: {kinds}. CPU: "
+            f"{cpu['bodies']} requests × {cpu['rounds']} rounds each way, median of rounds "
+            f"{cpu['median_round_ratio']:.3f}×.\n\n"
+            + table(["recall", "goal", "measured", "holds"], rows))

@@ -32,8 +32,10 @@ from proxy.settings import (
 TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 MIN_SECRET_CHARS = 32  # a compaction handle secret's least length (bytes of its UTF-8)
-STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory")
+STAGES = ("bootstrap", "prune", "budgets", "compact", "cache", "memory", "recall")
 """A tenant's sub-tables, one settings object each."""
+INTERNAL = frozenset({"recall_tool"})
+"""Settings fields the tenant's stack sets from other tables: never TOML keys."""
 
 
 def load_settings(path: Path | None, *, environ: Mapping[str, str]) -> Settings:
@@ -167,8 +169,7 @@ def _tenant(
             f"names no [upstreams.{tenant.upstream}]", key=f"{where}.upstream", file=file
         )
     built = {
-        stage: build_table(type(getattr(tenant, stage)), stages[stage], f"{where}.{stage}", file)
-        for stage in STAGES
+        stage: _stage(tenant, stage, stages[stage], f"{where}.{stage}", file) for stage in STAGES
     }
     if "when_cache_cold_s" not in stages["prune"]:
         cold = cache_cold_after_s(upstreams[tenant.upstream].cache_style, built["cache"].ttl)
@@ -187,6 +188,13 @@ def _tenant(
         )
     workspace = _workspace(tenant.workspace, base, f"{where}.workspace", file)
     return replace(tenant, name=name, workspace=workspace, **built)
+
+
+def _stage(tenant: TenantSettings, stage: str, table: Any, where: str, file: str) -> Any:
+    """One of the tenant's sub-tables, as its settings object."""
+    cls = type(getattr(tenant, stage))
+    allowed = {f.name for f in fields(cls)} - INTERNAL
+    return build_table(cls, table, where, file, allowed=allowed)
 
 
 def _prices(path: str, base: Path, file: str) -> str:

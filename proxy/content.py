@@ -9,6 +9,12 @@ budgets stage writes blocks (`persisted_block`, its rule 2) and leaves them alon
 its rule 1: a block `persisted_block` wrote, whatever preview size it was written with, and not a
 look-alike: a different header, or more text than its own header announces). The prune stage
 shortens a block's preview and keeps its frame (`is_framed`, `cut_preview`, `without_close`).
+
+And it owns the recall call a cut's marker names, `ctx_recall(ref="REF")` (the tenant's recall
+tool name in place of `ctx_recall`, the ref as a JSON string): `recall_call` and `recall_clause`
+write it, `find_refs` reads refs back, `is_recall_clause` tells a clause inside a marker (the
+stages' parsers accept a marker with or without one). A block written with a `tool_name` ends its
+fetch line with the clause naming its id. See `proxy.recall.refs` for what refs name.
 """
 
 from __future__ import annotations
@@ -134,7 +140,8 @@ PERSISTED_CLOSE = "</persisted-output>"
 _HEADER_LINES = 3
 _BLOCK_HEAD = re.compile(
     re.escape(PERSISTED_OPEN) + r' id="(?P<id>[0-9a-f]{32})" chars="(?P<chars>\d+)">\n'
-    r"Output too large \((?P=chars) chars\), stored in full: GET /v1/ctx/outputs/(?P=id)\n"
+    r"Output too large \((?P=chars) chars\), stored in full: GET /v1/ctx/outputs/(?P=id)"
+    r'(?:; full text: [A-Za-z0-9_-]{1,64}\(ref="(?P=id)"\))?\n'
     r"Preview \(first (?P<preview>\d{1,9}) bytes\):\n"
 )
 _TAIL = len("\n" + PERSISTED_CLOSE)
@@ -144,13 +151,15 @@ def output_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def persisted_block(text: str, *, preview_bytes: int) -> tuple[str, str]:
-    """(output id, block). The block's first three lines are its header; the preview follows."""
+def persisted_block(text: str, *, preview_bytes: int, tool_name: str = "") -> tuple[str, str]:
+    """(output id, block). The block's first three lines are its header; the preview follows.
+    With a `tool_name` (recall is on) the fetch line ends with the recall clause of the id."""
     oid = output_id(text)
     preview = text.encode("utf-8", "surrogatepass")[:preview_bytes].decode("utf-8", "ignore")
+    recall = f"; {recall_clause(oid, tool_name=tool_name)}" if tool_name else ""
     block = (
         f'{PERSISTED_OPEN} id="{oid}" chars="{len(text)}">\n'
-        f"Output too large ({len(text)} chars), stored in full: GET /v1/ctx/outputs/{oid}\n"
+        f"Output too large ({len(text)} chars), stored in full: GET /v1/ctx/outputs/{oid}{recall}\n"
         f"Preview (first {preview_bytes} bytes):\n{preview}\n{PERSISTED_CLOSE}"
     )
     return oid, block
@@ -187,3 +196,67 @@ _CLOSE_LINE = "\n" + PERSISTED_CLOSE
 def without_close(text: str) -> str:
     """`text` without the close tag and the line end before it, if it ends with them."""
     return text[: -len(_CLOSE_LINE)] if text.endswith(_CLOSE_LINE) else text
+
+
+_CLAUSE_OPEN = "; full text: "
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.){0,1000}"')
+"""A JSON string of at most 1,000 characters (no ref is longer): the ref of a marker."""
+
+
+def recall_call(ref: str, *, tool_name: str, offset: int | None = None) -> str:
+    """`ctx_recall(ref="REF")`, or with `, offset=N`: the call a marker or a page names."""
+    quoted = orjson.dumps(ref).decode()
+    if offset is None:
+        return f"{tool_name}(ref={quoted})"
+    return f"{tool_name}(ref={quoted}, offset={offset})"
+
+
+def recall_clause(ref: str, *, tool_name: str) -> str:
+    """`full text: ctx_recall(ref="REF")`, what each marker appends after `; `."""
+    return f"full text: {recall_call(ref, tool_name=tool_name)}"
+
+
+def is_recall_clause(text: str) -> bool:
+    """True when `text` is `; ` and a `recall_clause` (any tool name, a non-empty ref of at most
+    1,000 characters as a JSON string): how the markers' parsers tell one, without a pattern
+    that walks the ref character by character (they run on every replayed decision)."""
+    if not text.startswith(_CLAUSE_OPEN) or not text.endswith('")'):
+        return False
+    name, sep, quoted = text[len(_CLAUSE_OPEN) : -1].partition("(ref=")
+    if not sep or len(quoted) > 1_002 or not _TOOL_NAME.fullmatch(name):
+        return False
+    try:
+        ref = orjson.loads(quoted)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(ref, str) and bool(ref) and quoted.startswith('"')
+
+
+def recall_notice(*, tool_name: str) -> str:
+    """The bootstrap's one line on recall, after its tool-result notice."""
+    return (
+        "Content cut to save space can be recalled exactly: call "
+        f'{tool_name}(ref="REF") with the ref its marker names, or '
+        f'{tool_name}(query="words") to search everything cut from this conversation.'
+    )
+
+
+def find_refs(text: str, *, tool_name: str) -> list[str]:
+    """The refs of every `ctx_recall(ref="REF"` in `text`, in order, each once. Linear in
+    `text`; a malformed call is skipped."""
+    opening = f"{tool_name}(ref="
+    found: dict[str, None] = {}
+    at = text.find(opening)
+    while at >= 0:
+        start = at + len(opening)
+        match = _QUOTED.match(text, start)
+        if match is not None:
+            try:
+                ref = orjson.loads(match[0])
+            except orjson.JSONDecodeError:
+                ref = None
+            if isinstance(ref, str) and ref:
+                found[ref] = None
+        at = text.find(opening, start)
+    return list(found)

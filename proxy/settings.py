@@ -14,6 +14,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from proxy.compaction.policy import CompactSettings
 from proxy.errors import ConfigError, InvalidSetting
 from proxy.memory.ledger import MemorySettings
+from proxy.recall.tool import RecallSettings
 from proxy.stages.bootstrap import BootstrapSettings
 from proxy.stages.budgets import BudgetSettings
 from proxy.stages.cache import CacheSettings
@@ -234,6 +235,7 @@ class TenantSettings:
     compact: CompactSettings = field(default_factory=CompactSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,9 @@ def compaction_job(
     """The job the engine would build for `client` (its working history `working`, the client's
     own by default): the plan by `settings`, the prefix body by `prefix_body_for`."""
     history = tuple(working if working is not None else client.messages)
-    plan = plan_compaction(history, keep_recent=settings.keep_recent)
+    plan = plan_compaction(
+        history, keep_recent=settings.keep_recent, keep_first_user=settings.keep_first_user
+    )
     use_transcript = kw.pop("use_transcript", False)
     render = plan is not None and prefix_body_for is not None and not use_transcript
     return CompactionJob(

@@ -94,5 +94,7 @@ async def test_the_proxy_forwards_the_coding_body_valid_and_with_its_tools(
         await client.post("/chat/completions", cast_to=ChatCompletion, body=coding)
     sent = proxy.fake.received[-1].body
     assert problems(sent) == []
-    assert sent["tools"] == coding["tools"]
+    # the client's tools as they came, then the recall tool (the history's old results were cut)
+    assert sent["tools"][:-1] == coding["tools"]
+    assert sent["tools"][-1]["function"]["name"] == "ctx_recall"
     assert sent["messages"][-1] == coding["messages"][-1]

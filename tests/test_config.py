@@ -18,6 +18,7 @@ from proxy.config import (
 )
 from proxy.errors import ConfigError
 from proxy.memory.ledger import MemorySettings
+from proxy.recall.tool import RecallSettings
 from proxy.settings import ServerSettings, check_workers_share_a_store, parse_store_url
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "ctxproxy.toml"
@@ -40,6 +41,22 @@ def test_documented_example_loads_with_every_section() -> None:
     assert tenant.prune.when_cache_cold_s == 600.0  # the tenant's upstream is OpenAI's
     assert tenant.memory == MemorySettings(enabled=True, scope="tenant", max_lines=200)
     assert settings.server.prices == str(EXAMPLE.parent / "prices.toml")  # found beside it
+    assert tenant.recall == RecallSettings()
+    assert tenant.compact.keep_first_user and tenant.compact.keep_first_user_max_chars == 8000
+
+
+def test_recall_and_keep_first_user_are_read_from_their_tables(tmp_path: Path) -> None:
+    text = (
+        "[tenants.a.recall]\nenabled = false\ntool_name = 'fetch_cut'\n"
+        "max_result_chars = 5000\nmax_rounds = 1\n"
+        "[tenants.a.compact]\nkeep_first_user = false\nkeep_first_user_max_chars = 300\n"
+    )
+    tenant = load_settings(write(tmp_path, text), environ={}).tenants["a"]
+    assert tenant.recall == RecallSettings(
+        enabled=False, tool_name="fetch_cut", max_result_chars=5000, max_rounds=1
+    )
+    assert not tenant.compact.keep_first_user
+    assert tenant.compact.keep_first_user_max_chars == 300
 
 
 def test_prices_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
@@ -112,6 +129,9 @@ def test_environment_overrides_win(tmp_path: Path) -> None:
             "tenants.a.compact.summarizer_upstream",
         ),
         ("[server\n", "<file>"),
+        ("[tenants.a.recall]\nwhatever = 1\n", "tenants.a.recall.whatever"),
+        ("[tenants.a.prune]\nrecall_tool = 'x'\n", "tenants.a.prune.recall_tool"),
+        ("[tenants.a.compact]\nrecall_tool = 'x'\n", "tenants.a.compact.recall_tool"),
     ],
 )
 def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: str) -> None:
@@ -138,6 +158,22 @@ def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, key: s
         ),
         ("[tenants.a.prune]\nmax_chars = -5\n", "prune.max_chars", "must be 0 or more"),
         ("[tenants.a.cache]\nttl = '1d'\n", "cache.ttl", 'must be "5m" or "1h"'),
+        (
+            "[tenants.a.recall]\ntool_name = 'recall me'\n",
+            "recall.tool_name",
+            "must be 1 to 64 of the characters A-Z a-z 0-9 _ -",
+        ),
+        (
+            "[tenants.a.recall]\nmax_result_chars = 10\n",
+            "recall.max_result_chars",
+            "must be at least 1000",
+        ),
+        ("[tenants.a.recall]\nmax_rounds = 0\n", "recall.max_rounds", "must be at least 1"),
+        (
+            "[tenants.a.compact]\nkeep_first_user_max_chars = 50\n",
+            "compact.keep_first_user_max_chars",
+            "must be at least 200",
+        ),
         ("[tenants.a.memory]\nmax_lines = 0\n", "memory.max_lines", "must be at least 1"),
         ("[tenants.a.memory]\nscope = 'user'\n", "memory.scope", 'must be "tenant" or "session"'),
         ("[tenants.a.memory]\nforever = true\n", "memory.forever", "unknown key"),
@@ -170,6 +206,9 @@ def test_value_rejected_by_a_stage_names_its_key_and_the_rule(
         ("[upstreams.u]\ncache_style = 'x'\n[tenants.a]\nupstream = 'u'\n",
          'must be "openai", "anthropic" or "none"'),
         ("[server]\nport = 99999\n", "must be between 0 and 65535"),
+        ("[tenants.a.recall]\nenabled = 'yes'\n", "must be true or false"),
+        ("[tenants.a.recall]\nmax_rounds = 2.5\n", "must be an integer"),
+        ("[tenants.a.compact]\nkeep_first_user = 1\n", "must be true or false"),
     ],
 )  # fmt: skip
 def test_type_errors_read_in_plain_words(tmp_path: Path, text: str, message: str) -> None:

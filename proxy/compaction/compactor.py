@@ -69,7 +69,7 @@ class Compactor:
         covers = plan and client_covers(plan.split, applied=job.applied, **sizes)
         if plan is None or not covers:
             return _outcome(job, "skipped", "nothing_to_summarize")
-        folded = decide.folded_chars(job.working, plan)
+        folded = decide.folded_chars(job.working, plan, keep_first_user=settings.keep_first_user)
         size = json_chars(job.client_system) + json_chars(job.working)
         if not job.forced and not worth_compacting(folded, size, efficiency=job.efficiency):
             return _outcome(job, "skipped", "low_savings")
@@ -126,7 +126,11 @@ class Compactor:
         summarized, kept = job.working[: plan.split], len(job.working) - plan.split
         saved = json_chars(summarized) - json_chars(messages[: len(messages) - kept])
         return replace(
-            outcome, saved_chars=saved, folded_chars=decide.folded_chars(job.working, plan)
+            outcome,
+            saved_chars=saved,
+            folded_chars=decide.folded_chars(
+                job.working, plan, keep_first_user=job.settings.keep_first_user
+            ),
         )
 
     async def summarize_all(self, job: CompactionJob) -> CompactionOutcome:
@@ -264,13 +268,19 @@ async def summarize(
 def compacted_history(
     job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
 ) -> list[Message]:
-    """Summary, preserved tool content (taken from the client's unpruned messages), kept part."""
+    """The first user message (`keep_first_user`), the summary (with recall on, its last line
+    naming the client messages it stands for), preserved tool content (taken from the client's
+    unpruned messages), kept part."""
+    settings = job.settings
     if job.applied is not None:
         source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
     else:
         source = list(job.client_history[:covers])
-    preserved = decide.preserved_tool_content(source, settings=job.settings)
-    return decide.splice_summary(job.working, plan, summary, preserved=preserved)
+    preserved = decide.preserved_tool_content(source, settings=settings)
+    first, line = decide.summary_frame(job.client_history, covers, settings=settings)
+    return decide.splice_summary(
+        job.working, plan, summary, preserved=preserved, first_user=first, last_line=line
+    )
 
 
 def _learned(outcome: CompactionOutcome, learned: Learned) -> CompactionOutcome:

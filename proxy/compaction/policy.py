@@ -37,6 +37,13 @@ class CompactSettings:
     preserve_max_tokens: int = 5_000
     preserve_total_tokens: int = 25_000
     timeout_s: float = 120.0
+    keep_first_user: bool = True
+    """The first user message (the task, its rules) stays verbatim before the summary."""
+    keep_first_user_max_chars: int = 8_000
+    """Longer, it keeps head and tail around a line naming its recall ref."""
+    recall_tool: str = ""
+    """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key):
+    the summary's last line names the ref of the turns it stands for."""
 
     def __post_init__(self) -> None:
         if self.keep_recent < 0:
@@ -47,6 +54,8 @@ class CompactSettings:
             raise InvalidSetting("timeout_s", "must be above 0")
         if self.threshold_tokens != "auto" and self.threshold_tokens <= 0:
             raise InvalidSetting("threshold_tokens", 'must be above 0 or "auto"')
+        if self.keep_first_user_max_chars < 200:
+            raise InvalidSetting("keep_first_user_max_chars", "must be at least 200")
 
 
 def threshold_tokens(settings: CompactSettings, *, model_window: int) -> int:

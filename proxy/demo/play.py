@@ -132,7 +132,7 @@ class DemoSession:
             before, after = _history_len(self.messages), _history_len(received)
             self._console.print(
                 f"  [red]⇣ compacted:[/] {before} messages → {after} "
-                "(a summary + the recent ones; the full history was archived)"
+                "(the first message, a summary, the recent ones; the full history was archived)"
             )
 
     def _learned(self, system: str) -> list[str]:

@@ -7,10 +7,11 @@
                 pre-flight validation, fail-open at every step
     memo        per-tenant memos of history hashes: lineages, derived session ids, which stored
                 compaction a history begins with
+    offer       whether the outgoing request offers the recall tool (`proxy.recall`)
     prepared    what `prepare` hands back (`Prepared`) and its stage reports summed (`Tally`)
     record      what a request reads from its session's state and writes back to it
     miss        the cache facts recorded per request, and why the cache reads fell (the cause)
 
-May import the foundation, stages/, compaction/ and settings; never an adapter, the server or a
-network library: the store, workspace and compactor come in through ports.
+May import the foundation, stages/, recall/, compaction/ and settings; never an adapter, the
+server or a network library: the store, workspace and compactor come in through ports.
 """

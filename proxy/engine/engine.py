@@ -26,6 +26,7 @@ from proxy.compaction.policy import (
 )
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
 from proxy.engine.miss import Miss, cache_miss
+from proxy.engine.offer import offered_body, prefix_with_tool
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
@@ -109,12 +110,19 @@ class ContextEngine:
         )
 
     async def prepare(
-        self, body: JSON, *, turn: Turn, api_key: str | None, force_compact: bool = False
+        self,
+        body: JSON,
+        *,
+        turn: Turn,
+        api_key: str | None,
+        force_compact: bool = False,
+        recall: bool = True,
     ) -> Prepared:
         """The outgoing request for `body` (the client's, as `turn.client` splits it). With the
         store down (`turn.degraded`) budgets only cut: a persisted id would 404. `api_key` goes
         to the summarizer; `force_compact` (the upstream said the context is too long) compacts
-        whatever the thresholds say."""
+        whatever the thresholds say; `recall` false: the caller runs no recall loop, so the
+        recall tool is never offered."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         client, applied = turn.client, turn.applied
@@ -140,6 +148,10 @@ class ContextEngine:
             draft, turn, client_messages=body["messages"], client_marked=marked
         )
         reports.extend(after)
+        body_out, offer = offered_body(
+            body, body_out, settings=stack.tenant.recall, state=turn.state, covers=covers,
+            looping=recall,
+        )  # fmt: skip
         return Prepared(
             turn=turn,
             body=body_out,
@@ -149,6 +161,7 @@ class ContextEngine:
             covers=covers,
             tally=tally(reports),
             compaction=outcome,
+            recall=offer,
         )
 
     async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:
@@ -242,12 +255,19 @@ def compaction_job(
     if whole:
         plan: CompactionPlan | None = CompactionPlan(split=len(draft.messages))
     else:
-        plan = plan_compaction(draft.messages, keep_recent=settings.keep_recent)
+        plan = plan_compaction(
+            draft.messages,
+            keep_recent=settings.keep_recent,
+            keep_first_user=settings.keep_first_user,
+        )
     use_transcript = turn.cache_style == "none"
     prefix_body = None
     if plan is not None and not use_transcript:
         try:
             prefix_body = stack.prefix_body(draft, turn, draft.messages[: plan.split])
+            prefix_body = prefix_with_tool(
+                prefix_body, draft.body, settings=stack.tenant.recall, state=turn.state
+            )
         except Exception:  # the compactor reports it: failed, `render`
             prefix_body = None
     return CompactionJob(

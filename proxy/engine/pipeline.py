@@ -127,6 +127,7 @@ def build_stack(
     a sixth each for lineages and error answers (characters of tool results)."""
     if upstream.send_prompt_cache_key and not tenant.cache.send_prompt_cache_key:
         tenant = replace(tenant, cache=replace(tenant.cache, send_prompt_cache_key=True))
+    tenant = with_recall_markers(tenant)
     before: list[tuple[str, Stage]] = []
     systems = SystemDigests()  # one request asks the session id, lineage and match memos
     matches = MatchMemo(max_bytes=memo_bytes * 2 // 3, systems=systems)
@@ -154,6 +155,21 @@ def build_stack(
         before_degraded=tuple(degraded),
         lineages=LineageMemo(max_bytes=memo_bytes // 6, systems=systems),
         matches=matches,
+    )
+
+
+def with_recall_markers(tenant: TenantSettings) -> TenantSettings:
+    """With recall on, the stages that cut name the recall tool in their markers (and bootstrap
+    says so in its notice); with it off, `tenant` as it is."""
+    if not tenant.recall.enabled:
+        return tenant
+    name = tenant.recall.tool_name
+    return replace(
+        tenant,
+        budgets=replace(tenant.budgets, recall_tool=name),
+        prune=replace(tenant.prune, recall_tool=name),
+        bootstrap=replace(tenant.bootstrap, recall_tool=name),
+        compact=replace(tenant.compact, recall_tool=name),
     )
 
 

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from proxy.compaction.job import CompactionOutcome
+from proxy.engine.offer import RecallOffer
 from proxy.types import JSON, StageReport, Turn
 
 
@@ -29,6 +30,8 @@ class Prepared(NamedTuple):
     tally: Tally
     """`reports` summed (`proxy.engine.prepared`)."""
     compaction: CompactionOutcome | None = None
+    recall: RecallOffer = RecallOffer()
+    """Whether `body` offers the recall tool (`proxy.engine.offer`)."""
 
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})

@@ -4,6 +4,7 @@ engine does the store calls."""
 from __future__ import annotations
 
 from proxy.compaction.job import compaction_fields
+from proxy.engine.offer import OFFERED_FIELD
 from proxy.engine.prepared import Prepared
 from proxy.types import SessionState
 from proxy.usage import Usage
@@ -47,6 +48,8 @@ def turn_record(
             covers=prepared.covers,
             last_prompt_messages=messages_in,
         )
+    if prepared.recall.offered and prepared.turn.state.int_field(OFFERED_FIELD) != 1:
+        fields[OFFERED_FIELD] = 1  # its later requests keep the tool: one cached prefix
     outcome = prepared.compaction
     done = outcome is not None and outcome.status == "done"
     if outcome is not None and done:

@@ -7,8 +7,9 @@ the recall ref of the whole message:
 
     [... 12000 chars cut here; full text: ctx_recall(ref="turns:0-0")]
 
-The cut text fits `max_chars`, so a later compaction (which meets the kept message first among the
-messages it summarizes) keeps it as it is. Called by the compaction plan (see `proxy.recall`).
+(with no `tool_name`, recall being off, the line ends after `cut here`). The compactor gives it
+the client's own history, so every later compaction of the conversation keeps the very same text;
+a kept text that fits `max_chars` is also kept as it is when met again.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ def _carried(message: Message, prefixes: tuple[str, ...]) -> bool:
 
 def _cut(text: str, position: int, max_chars: int, tool_name: str) -> str:
     """Head, the cut line, tail: `max_chars` characters at most in all."""
-    clause = recall_clause(turns_ref(position, position), tool_name=tool_name)
+    ref = turns_ref(position, position)
+    clause = f"; {recall_clause(ref, tool_name=tool_name)}" if tool_name else ""
     # the line's own count is at most len(text) digits long: size the line for that
-    line_room = len(f"\n[... {len(text)} chars cut here; {clause}]\n")
+    line_room = len(f"\n[... {len(text)} chars cut here{clause}]\n")
     keep = max(max_chars - line_room, 0)
     head, tail = keep - keep // 2, keep // 2
     cut = len(text) - head - tail
-    line = f"\n[... {cut} chars cut here; {clause}]\n"
+    line = f"\n[... {cut} chars cut here{clause}]\n"
     return text[:head] + line + (text[len(text) - tail :] if tail else "")

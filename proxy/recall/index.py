@@ -21,7 +21,8 @@ the client's history:
 
 A `tool_call_id` that names several cut results is ambiguous: `resolve` gives the candidates,
 each by `turns:i-i`. `cut_kinds` is the cheap per-request check ("was anything cut?");
-`build_index` is only needed once the model calls the tool.
+`has_cut` the same question answered at the first cut; `build_index` is only needed once the
+model calls the tool.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
-from proxy.content import PERSISTED_OPEN, content_text
+from proxy.content import content_text, is_framed
 from proxy.recall.refs import find_refs, is_output_id, parse_turns, turns_ref
 from proxy.types import Message
 
@@ -43,6 +44,7 @@ __all__ = [
     "Resolution",
     "build_index",
     "cut_kinds",
+    "has_cut",
     "history_of",
     "message_text",
 ]
@@ -139,10 +141,18 @@ def cut_kinds(
     client, upstream = history_of(messages), history_of(prepared)
     kinds: set[CutKind] = {"summary"} if 0 < covers <= len(client) else set()
     for _, _, cut in _tool_pairs(client, upstream, covers):
-        kinds.add("output" if cut.startswith(PERSISTED_OPEN) else "result")
+        kinds.add("output" if is_framed(cut) else "result")
         if len(kinds) == 3:
             break
     return frozenset(kinds)
+
+
+def has_cut(messages: Sequence[Message], prepared: Sequence[Message], *, covers: int) -> bool:
+    """Whether `cut_kinds` would be non-empty, stopping at the first cut (the per-request check
+    of whether to offer the recall tool)."""
+    if 0 < covers <= len(history_of(messages)):
+        return True
+    return next(_tool_pairs(history_of(messages), history_of(prepared), covers), None) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,4 @@
-"""The recall ref scheme and the recall text every cut's marker carries. Pure; imports nothing
-of the project (the stages that write markers import it).
+"""The recall ref scheme, and the recall text every cut's marker carries. Pure.
 
 A ref names one item of the conversation that the proxy cut:
 
@@ -13,8 +12,8 @@ Every ref is a pure function of the client's own history (ids it chose, hashes o
 positions in a history that only grows), so a marker naming it is byte-stable across requests.
 
 A marker names a ref with the literal call `ctx_recall(ref="REF")` (`recall_call`; the configured
-tool name in place of `ctx_recall`, the ref as a JSON string), in these exact forms (the stages
-adopt them when recall is wired into requests; `recall_clause` is the part after `; `):
+tool name in place of `ctx_recall`, the ref as a JSON string), in these exact forms (written by
+the stages when the tenant's recall is on; `recall_clause` is the part after `; `):
 
     prune       ...(truncated, original: 5000 chars; full text: ctx_recall(ref="call_1"))
     truncation  [120 lines truncated; full text: ctx_recall(ref="call_1")]
@@ -24,13 +23,15 @@ adopt them when recall is wired into requests; `recall_clause` is the part after
     first user  `proxy.recall.first_user` writes its own cut line
 
 `recall_notice` is the bootstrap's one-line sentence; `find_refs` reads refs back out of a text.
+The call's text is `proxy.content`'s (the stages, which may import only the foundation, write it
+there); this module re-exports it beside the refs it names.
 """
 
 from __future__ import annotations
 
 import re
 
-import orjson
+from proxy.content import find_refs, recall_call, recall_clause, recall_notice
 
 __all__ = [
     "TURNS_PREFIX",
@@ -47,8 +48,6 @@ __all__ = [
 TURNS_PREFIX = "turns:"
 _TURNS = re.compile(r"turns:(\d{1,9})-(\d{1,9})")
 _OUTPUT_ID = re.compile(r"[0-9a-f]{32}")
-_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.){0,1000}"')
-"""A JSON string of at most 1,000 characters (no ref is longer): the ref of a marker."""
 
 
 def turns_ref(first: int, last: int) -> str:
@@ -72,53 +71,9 @@ def is_output_id(ref: str) -> bool:
     return _OUTPUT_ID.fullmatch(ref) is not None
 
 
-def recall_call(ref: str, *, tool_name: str, offset: int | None = None) -> str:
-    """`ctx_recall(ref="REF")`, or with `, offset=N`: the call a marker or a page names."""
-    quoted = orjson.dumps(ref).decode()
-    return (
-        f"{tool_name}(ref={quoted})"
-        if offset is None
-        else f"{tool_name}(ref={quoted}, offset={offset})"
-    )
-
-
-def recall_clause(ref: str, *, tool_name: str) -> str:
-    """`full text: ctx_recall(ref="REF")`, what each marker appends after `; `."""
-    return f"full text: {recall_call(ref, tool_name=tool_name)}"
-
-
 def summary_line(first: int, last: int, *, tool_name: str) -> str:
     """The last line of a summary standing for the client's messages `first`..`last`."""
     ref = turns_ref(first, last)
     return (
         f"[Messages {first}-{last} are summarized above; {recall_clause(ref, tool_name=tool_name)}]"
     )
-
-
-def recall_notice(*, tool_name: str) -> str:
-    """The bootstrap's tool-result notice, one line."""
-    return (
-        "Content cut to save space can be recalled exactly: call "
-        f'{tool_name}(ref="REF") with the ref its marker names, or '
-        f'{tool_name}(query="words") to search everything cut from this conversation.'
-    )
-
-
-def find_refs(text: str, *, tool_name: str) -> list[str]:
-    """The refs of every `ctx_recall(ref="REF"` in `text`, in order, each once. Linear in
-    `text`; a malformed call is skipped."""
-    opening = f"{tool_name}(ref="
-    found: dict[str, None] = {}
-    at = text.find(opening)
-    while at >= 0:
-        start = at + len(opening)
-        match = _QUOTED.match(text, start)
-        if match is not None:
-            try:
-                ref = orjson.loads(match[0])
-            except orjson.JSONDecodeError:
-                ref = None
-            if isinstance(ref, str) and ref:
-                found[ref] = None
-        at = text.find(opening, start)
-    return list(found)

@@ -20,10 +20,11 @@ A session once offered the tool keeps it (`offered_before`), so its prefix stays
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from proxy.errors import InvalidSetting
 from proxy.types import JSON, Message
 
 __all__ = [
@@ -53,13 +54,11 @@ class RecallSettings:
 
     def __post_init__(self) -> None:
         if not _TOOL_NAME.fullmatch(self.tool_name):
-            raise ValueError(
-                f"recall.tool_name must match [A-Za-z0-9_-]{{1,64}}: {self.tool_name!r}"
-            )
+            raise InvalidSetting("tool_name", "must be 1 to 64 of the characters A-Z a-z 0-9 _ -")
         if self.max_result_chars < 1_000:
-            raise ValueError("recall.max_result_chars must be at least 1000")
+            raise InvalidSetting("max_result_chars", "must be at least 1000")
         if self.max_rounds < 1:
-            raise ValueError("recall.max_rounds must be at least 1")
+            raise InvalidSetting("max_rounds", "must be at least 1")
 
 
 _DESCRIPTION = (
@@ -110,7 +109,7 @@ class Offer(NamedTuple):
 
 
 def offer_recall(
-    body: JSON, *, settings: RecallSettings, cut: bool, offered_before: bool = False
+    body: Mapping[str, Any], *, settings: RecallSettings, cut: bool, offered_before: bool = False
 ) -> Offer:
     """Whether the request `body` (as the client sent it) gets the recall tool: `cut` says the
     prepared request carries a cut, `offered_before` that the session was offered it already."""

@@ -8,7 +8,8 @@ Modules, in the order a request meets them:
     middlewares    the request id, the header bound, the one error boundary; access: its line
     keys           bearer tokens → tenants
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
-                   forward (the overflow retry), relay, after-work
+                   forward (the overflow retry, the recall loop), relay, after-work
+    recall_loop    the rounds of one answer when the model calls the recall tool
     messages       `POST /v1/messages` and `/v1/messages/count_tokens` (the Anthropic Messages
                    API inbound), the same steps over `proxy.inbound`'s internal form;
                    messages_relay: its answers, relayed (Anthropic upstream) or translated

@@ -1,6 +1,7 @@
 """`POST /v1/chat/completions`, top to bottom: parse, find the session, load the turn, prepare
-and forward (compact and retry once when the upstream says the context is too long), relay, and
-record in the background.
+and forward (compact and retry once when the upstream says the context is too long; answer the
+model's recall calls and ask again, `proxy.server.recall_loop`), relay, and record in the
+background.
 
 The request's facts and flags (the client's draft, whether it marked anything for the cache,
 whether the store was down) live on its `Turn`, which the engine builds once; the handler hands
@@ -23,10 +24,13 @@ from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
 from proxy.identity import explicit_session_id
 from proxy.ports import Upstream, UpstreamReply
+from proxy.recall.answer import OutputReader
+from proxy.recall.tool import RecallSettings
 from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace, notify
+from proxy.server.recall_loop import RecallLoop
 from proxy.server.relay import Relayed, end_in_band, relay_body, upstream_error
 from proxy.server.stream_relay import relay_stream
 from proxy.types import JSON, Turn
@@ -38,12 +42,14 @@ OVERFLOW_MARKERS = (b"context_length_exceeded", b"prompt is too long", b"maximum
 
 class Forwarded(NamedTuple):
     """What `forward` sent and got: the prepared request, the answer, whether it was a
-    compact-and-retry after an overflow, and the time spent before the first send."""
+    compact-and-retry after an overflow, the time spent before the first send, and the recall
+    loop when the request offered the tool (its tally is final once the answer is relayed)."""
 
     prepared: Prepared
     reply: UpstreamReply
     retried_overflow: bool
     prepare_s: float
+    recall: RecallLoop | None = None
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -73,6 +79,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             keepalive=keepalive,
             retry_overflow=tenant.compact.enabled,
             started=started,
+            recall=(tenant.recall, services.store),
         )
     except CtxProxyError as exc:
         early = keepalive.response if keepalive is not None else None
@@ -83,6 +90,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     reply = sent.reply
     early = keepalive.response if keepalive is not None else None
     headers = ctx_headers(sent.prepared)
+    if reply.stream is None:
+        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
     response, relayed = await relay(request, reply, headers, body, early, started=started)
     scope.usage = relayed.usage
     trace = traced(sent, relayed, messages_in=len(body["messages"]), started=started)
@@ -107,6 +116,7 @@ def traced(sent: Forwarded, relayed: Relayed, *, messages_in: int, started: floa
         store_degraded=turn.degraded,
         retried_overflow=sent.retried_overflow,
         bytes_out=reply.sent_bytes,
+        recall=sent.recall.tally if sent.recall is not None else None,
     )
 
 
@@ -121,18 +131,34 @@ async def forward(
     keepalive: KeepAlive | None,
     retry_overflow: bool,
     started: float,
+    recall: tuple[RecallSettings, OutputReader] | None = None,
 ) -> Forwarded:
     """Prepare `body` and send it; when the upstream says the context is too long (and
-    compaction is on), compact and send again, once, transparently."""
-    prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=False)
+    compaction is on), compact and send again, once, transparently. When the request offers
+    the recall tool, the reply is the recall loop's (`recall`: the tenant's settings and where
+    persisted outputs are read)."""
+    looping = recall is not None  # else the tool is never offered: nobody would answer it
+    prepared = await _prepare(engine, body, turn, api_key, keepalive, False, looping)
     prepare_s = time.monotonic() - started
     reply = await _send(engine, upstream, prepared, headers, api_key)
     overflow = retry_overflow and _is_overflow(reply)
     if overflow:
         await reply.release()
-        prepared = await _prepare(engine, body, turn, api_key, keepalive, force_compact=True)
+        prepared = await _prepare(engine, body, turn, api_key, keepalive, True, looping)
         reply = await _send(engine, upstream, prepared, headers, api_key)
-    return Forwarded(prepared, reply, overflow, prepare_s)
+    if recall is None or not prepared.recall.offered:
+        return Forwarded(prepared, reply, overflow, prepare_s)
+    settings, reader = recall
+    loop = RecallLoop(
+        upstream=upstream,
+        body=body,
+        prepared=prepared,
+        settings=settings,
+        reader=reader,
+        headers=headers,
+        api_key=api_key,
+    )
+    return Forwarded(prepared, await loop.rounds(reply), overflow, prepare_s, loop)
 
 
 async def _prepare(
@@ -141,11 +167,13 @@ async def _prepare(
     turn: Turn,
     api_key: str | None,
     keepalive: KeepAlive | None,
-    *,
     force_compact: bool,
+    recall: bool,
 ) -> Prepared:
     """The engine's preparation, kept alive for a stream while it runs."""
-    work = engine.prepare(body, turn=turn, api_key=api_key, force_compact=force_compact)
+    work = engine.prepare(
+        body, turn=turn, api_key=api_key, force_compact=force_compact, recall=recall
+    )
     if keepalive is None:
         return await work
     keepalive.start()
@@ -204,11 +232,12 @@ async def relay(
 async def after(services: Services, trace: Trace) -> None:
     """After the answer: the request's bill and cache miss, the session state with the
     request's events (one store call), then the metrics."""
-    relayed, miss = trace.relayed, None
-    try:
-        miss = services.engine.cache_miss(
-            trace.prepared, usage=relayed.usage, completed=relayed.completed
-        )
+    relayed, miss, recall = trace.relayed, None, trace.recall
+    usage = relayed.usage
+    rounds = recall is not None and recall.rounds > 1 and usage is not None
+    try:  # with recall rounds, the cache served the first (the client's request as sent)
+        first = recall.first_usage if rounds and recall is not None else usage
+        miss = services.engine.cache_miss(trace.prepared, usage=first, completed=relayed.completed)
         trace = trace._replace(bill=services.biller.bill(trace), miss=miss.cause)
     except Exception as exc:  # a price or a miss never costs the session its record
         log.warning("request not billed or classified: %s", type(exc).__name__)
@@ -217,9 +246,11 @@ async def after(services: Services, trace: Trace) -> None:
     except Exception as exc:  # observability never costs the session its record
         log.warning("request events not built: %s", type(exc).__name__)
         events = []
+    if rounds and recall is not None:
+        usage = recall.last_usage  # the context the upstream holds: the last round's
     await services.engine.record(
         trace.prepared,
-        usage=trace.relayed.usage,
+        usage=usage,
         completed=trace.relayed.completed,
         messages_in=trace.messages_in,
         events=events,

@@ -1,8 +1,9 @@
 """Bootstrap: put the workspace's identity, rules, user profile and memory into the system prompt.
 
-The system prompt gets a static part (`<soul>`, `<agent>`, the optional tool-result notice) and a
-dynamic part (`<user_profile>`, `<memory_index>`, then the session layer's own `<soul>` and
-`<agent>` additions), sections separated by a blank line, in that fixed order. The static
+The system prompt gets a static part (`<soul>`, `<agent>`, the optional tool-result notice, with
+one line on the recall tool when the tenant's recall is on) and a dynamic part (`<user_profile>`,
+`<memory_index>`, then the session layer's own `<soul>` and `<agent>` additions), sections
+separated by a blank line, in that fixed order. The static
 part depends on the managed and tenant files only, so it is byte-identical from request to request
 while those files are unchanged: no timestamps, no session facts. Pure: the workspace adapter has
 already read the files into `Turn.workspace`.
@@ -35,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from proxy.content import recall_notice
 from proxy.errors import InvalidSetting
 from proxy.memory.index import merge_index
 from proxy.types import Draft, StageReport, SystemPrompt, Turn, WorkspaceView
@@ -55,6 +57,9 @@ class BootstrapSettings:
     memory_max_lines: int = 200
     tool_result_notice: bool = True
     managed_dir: str | None = None
+    recall_tool: str = ""
+    """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key): the
+    tool-result notice gains one line saying how cut content is recalled."""
 
     def __post_init__(self) -> None:
         for name in ("max_chars_per_file", "memory_max_lines"):
@@ -85,7 +90,7 @@ def _assemble(
     found = collect(view, settings, facts)
     if not found.static and not found.dynamic:
         return _Assembly("", "", StageReport(stage="bootstrap"))
-    notice = [TOOL_RESULT_NOTICE] if settings.tool_result_notice else []
+    notice = [tool_result_notice(settings)] if settings.tool_result_notice else []
     static, dynamic = "\n\n".join([*found.static, *notice]), "\n\n".join(found.dynamic)
     counters = {
         "static_chars": len(static),
@@ -94,6 +99,13 @@ def _assemble(
         "truncations": found.cuts,
     }
     return _Assembly(static, dynamic, StageReport("bootstrap", MappingProxyType(counters)))
+
+
+def tool_result_notice(settings: BootstrapSettings) -> str:
+    """The notice, and the recall line after it when recall is on."""
+    if not settings.recall_tool:
+        return TOOL_RESULT_NOTICE
+    return f"{TOOL_RESULT_NOTICE}\n{recall_notice(tool_name=settings.recall_tool)}"
 
 
 _Entry = tuple[WorkspaceView, BootstrapSettings, tuple[str, ...], _Assembly]

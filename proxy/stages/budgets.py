@@ -14,7 +14,11 @@ newlines, any other content as JSON):
    `command_max_chars` keeps head and tail (or head only) within `command_max_chars`.
 5. All results answering one assistant message together stay within `per_turn_max_chars`: the
    largest (first on ties) are persisted, from their full original text, until the rest fit.
-Cut text always fits its limit again, so the stage is idempotent. A changed message becomes a string
+With recall on (`recall_tool` set) every cut names the call that reads the original back: a block's
+fetch line ends with `; full text: ctx_recall(ref="<output id>")`, a `[N lines truncated]` line
+becomes `[N lines truncated; full text: ctx_recall(ref="<tool_call_id>")]` (a result without a
+`tool_call_id` keeps the plain line). Cut text always fits its limit again, so the stage is
+idempotent. A changed message becomes a string
 (or a single text part, when a part carried the client's `cache_control`); other keys are kept.
 The block format is `proxy.content`'s; rules 3 and 4 are `cut_result_text`, each cut
 made by `cut_lines`.
@@ -28,7 +32,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from proxy.content import content_text, is_persisted, persisted_block, tool_names, with_text
+from proxy.content import (
+    content_text,
+    is_persisted,
+    persisted_block,
+    recall_clause,
+    tool_names,
+    with_text,
+)
 from proxy.errors import InvalidSetting
 from proxy.stages.error_pattern import DEFAULT_ERROR_PATTERN, ErrorMemo, is_error_output
 from proxy.types import Draft, Message, StageReport, Turn
@@ -45,6 +56,8 @@ class BudgetSettings:
     error_pattern: str = DEFAULT_ERROR_PATTERN
     error_head_tail_chars: int = 5_000
     per_turn_max_chars: int = 200_000
+    recall_tool: str = ""
+    """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key)."""
 
     def __post_init__(self) -> None:
         try:
@@ -100,18 +113,31 @@ def apply_budgets(
                 continue
             texts[index] = text
             if len(text) > settings.persist_over_chars:
-                oid, new = persisted_block(text, preview_bytes=settings.preview_bytes)
+                oid, new = _persisted(text, settings)
                 outputs[oid] = text
             else:
                 command = (
                     len(text) > settings.command_max_chars
                     and _called(messages, index, names) in commands
                 )
-                new = cut_result_text(text, command=command, settings=settings, memo=memo)
+                ref = messages[index].get("tool_call_id")
+                new = cut_result_text(
+                    text,
+                    command=command,
+                    settings=settings,
+                    memo=memo,
+                    ref=ref if isinstance(ref, str) else "",
+                )
             if new != text:
                 out[index] = with_text(messages[index], new)
         _fit_turn(out, group, texts, outputs, settings=settings)
     return out, StageReport(stage="budgets", counters=_count(out, texts), outputs=outputs)
+
+
+def _persisted(text: str, settings: BudgetSettings) -> tuple[str, str]:
+    return persisted_block(
+        text, preview_bytes=settings.preview_bytes, tool_name=settings.recall_tool
+    )
 
 
 def _called(messages: Sequence[Message], index: int, names: dict[str, str]) -> str | None:
@@ -143,7 +169,7 @@ def _fit_turn(
     for index in sorted((i for i in group if i in texts), key=lambda i: (-sizes[i], i)):
         if sum(sizes.values()) <= settings.per_turn_max_chars:
             return
-        oid, block = persisted_block(texts[index], preview_bytes=settings.preview_bytes)
+        oid, block = _persisted(texts[index], settings)
         if len(block) < sizes[index]:  # never when rule 2 already persisted this text
             outputs[oid] = texts[index]
             out[index] = with_text(out[index], block)
@@ -172,11 +198,13 @@ def run(
 
 
 _MARKER_RESERVE = 64
-"""Room left for the `[N lines truncated]` line, so cut text stays within its limit."""
+"""Room left for the `[N lines truncated]` line (without its recall clause), so cut text stays
+within its limit."""
 
 
-def cut_lines(text: str, *, head: int, tail: int) -> str:
-    """`head` chars + `[N lines truncated]` + `tail` chars, on line ends where that costs < half."""
+def cut_lines(text: str, *, head: int, tail: int, clause: str = "") -> str:
+    """`head` chars + `[N lines truncated]` + `tail` chars, on line ends where that costs < half;
+    a recall `clause` goes inside the brackets after `; `."""
     first, last = text[:head], text[len(text) - tail :] if tail else ""
     newline = first.rfind("\n")
     if newline >= head // 2:
@@ -187,32 +215,46 @@ def cut_lines(text: str, *, head: int, tail: int) -> str:
     middle = text[len(first) : len(text) - len(last)]
     lines = middle.count("\n") + (0 if middle.endswith("\n") else 1)
     sep = "" if first.endswith("\n") or not first else "\n"
-    return f"{first}{sep}[{lines} lines truncated]" + (f"\n{last}" if last else "")
+    note = f"; {clause}" if clause else ""
+    return f"{first}{sep}[{lines} lines truncated{note}]" + (f"\n{last}" if last else "")
 
 
-def _cut_once(text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None) -> str:
+def _cut_once(
+    text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None, clause: str
+) -> str:
     keep, pattern = settings.error_head_tail_chars, settings.error_pattern
     search = memo.is_error_output if memo is not None else is_error_output
-    if len(text) > 2 * keep + _MARKER_RESERVE and search(text, pattern=pattern):
-        text = cut_lines(text, head=keep, tail=keep)
-    room = max(settings.command_max_chars - _MARKER_RESERVE, 0)
+    reserve = _MARKER_RESERVE + len(clause)
+    if len(text) > 2 * keep + reserve and search(text, pattern=pattern):
+        text = cut_lines(text, head=keep, tail=keep, clause=clause)
+    room = max(settings.command_max_chars - reserve, 0)
     if command and len(text) > settings.command_max_chars:
         if settings.command_keep == "head":
-            return cut_lines(text, head=room, tail=0)
-        text = cut_lines(text, head=room - room // 2, tail=room // 2)
+            return cut_lines(text, head=room, tail=0, clause=clause)
+        text = cut_lines(text, head=room - room // 2, tail=room // 2, clause=clause)
     return text
 
 
 def cut_result_text(
-    text: str, *, command: bool, settings: BudgetSettings, memo: ErrorMemo | None = None
+    text: str,
+    *,
+    command: bool,
+    settings: BudgetSettings,
+    memo: ErrorMemo | None = None,
+    ref: str = "",
 ) -> str:
-    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again).
+    """Rules 3 and 4, repeated until nothing changes (so a second run cannot cut again); `ref`
+    (the result's `tool_call_id`) goes in the marker when recall is on.
 
     With a `memo`, a text searched before for the error pattern is not searched again."""
     if len(text) <= 2 * settings.error_head_tail_chars + _MARKER_RESERVE and (
         not command or len(text) <= settings.command_max_chars
     ):
         return text  # too short for either rule: most results, spared the calls below
-    while (cut := _cut_once(text, command=command, settings=settings, memo=memo)) != text:
+    tool = settings.recall_tool
+    clause = recall_clause(ref, tool_name=tool) if ref and tool else ""
+    while (
+        cut := _cut_once(text, command=command, settings=settings, memo=memo, clause=clause)
+    ) != text:
         text = cut
     return text

@@ -11,9 +11,12 @@ Only `role: "tool"` messages are touched, in this order:
    before the client's last `cache_control` marker (on a message or on one of its content parts),
    results without a `tool_call_id` (no decision could be stored) and already pruned text.
 3. Candidates: text longer than `max_chars` keeps its first `keep_chars` characters plus
-   `...(truncated, original: N chars)`, N being the text's length. A `<persisted-output>` block
-   (from the budgets stage) keeps its three header lines, so its id and fetch line survive, and
-   only its preview is cut, then the block is closed again. A cut that saves nothing is dropped.
+   `...(truncated, original: N chars)`, N being the text's length; with recall on (`recall_tool`
+   set) the marker names the call that reads the result back:
+   `...(truncated, original: N chars; full text: ctx_recall(ref="<tool_call_id>"))`.
+   A `<persisted-output>` block (from the budgets stage) keeps its three header lines, so its id
+   and fetch line survive, and only its preview is cut, then the block is closed again. A cut
+   that saves nothing is dropped.
 4. Batch: candidates are taken all together, and only when their savings reach
    `min_savings_chars` and the cache is cold anyway (`when_cache_cold_s` unset or 0, the last
    request unknown, or at least that long ago). Taken ones go to `report.decisions` for the shell
@@ -23,23 +26,34 @@ Only `role: "tool"` messages are touched, in this order:
 Text is a string as is, text parts joined by newlines, any other content compact JSON. A changed
 message gets a string content (a single text part when a part carried `cache_control`).
 A cut's `...(truncated, original: N chars)` marker is written by `truncation_marker` and read back
-by `describes`: this module owns that format.
+by `describes` (both forms: decisions stored before recall replay byte for byte): this module owns
+that format.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from proxy.content import content_text, cut_preview, is_framed, tool_names, with_text, without_close
+from proxy.content import (
+    content_text,
+    cut_preview,
+    is_framed,
+    is_recall_clause,
+    recall_clause,
+    tool_names,
+    with_text,
+    without_close,
+)
 from proxy.errors import InvalidSetting
 from proxy.types import Draft, Message, StageReport, Turn
 
 COUNTERS = ("chars_pruned", "pruned", "replayed", "deferred")
-_MARKER = re.compile(r"\.\.\.\(truncated, original: (\d+) chars\)\Z")
+_MARKER_OPEN = "...(truncated, original: "
+_MARKER_TAIL = 1_200
+"""Characters at the end of a text that hold a whole marker (its ref is at most 1,000)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +65,8 @@ class PruneSettings:
     min_savings_chars: int = 0
     when_cache_cold_s: float | None = 300.0
     exclude_tools: tuple[str, ...] = ()
+    recall_tool: str = ""
+    """The recall tool's name when recall is on (set by the tenant's stack, not a TOML key)."""
 
     def __post_init__(self) -> None:
         for name in ("recent_keep", "max_chars", "keep_chars", "min_savings_chars"):
@@ -143,21 +159,35 @@ def run(draft: Draft, turn: Turn, *, settings: PruneSettings) -> tuple[Draft, St
     return draft.with_messages(messages), report
 
 
-def truncation_marker(original_chars: int) -> str:
-    """What follows the kept start of a cut text: `...(truncated, original: N chars)`."""
+def truncation_marker(original_chars: int, *, ref: str = "", tool_name: str = "") -> str:
+    """What follows the kept start of a cut text: `...(truncated, original: N chars)`, with
+    `; full text: <tool_name>(ref="<ref>")` before the `)` when both are given."""
+    if ref and tool_name:
+        clause = recall_clause(ref, tool_name=tool_name)
+        return f"...(truncated, original: {original_chars} chars; {clause})"
     return f"...(truncated, original: {original_chars} chars)"
 
 
-def _marker_at_end(text: str) -> re.Match[str] | None:
-    """The truncation marker ending `text` (or ending a block's preview: before its close tag)."""
-    return _MARKER.search(without_close(text))
-
-
-def pruned_text(text: str, *, settings: PruneSettings) -> str | None:
-    """The cut form of an old result's text, or None when it stays whole (rule 3)."""
-    if len(text) <= settings.max_chars or _marker_at_end(text[-80:]):
+def _marker_at_end(text: str) -> tuple[int, int] | None:
+    """(where it starts, the original's length) of the truncation marker ending `text` (or
+    ending a block's preview: before its close tag), in either form; None when there is none."""
+    text = without_close(text)
+    start = text.rfind(_MARKER_OPEN)
+    if start < 0:
         return None
-    marker = truncation_marker(len(text))
+    digits, sep, tail = text[start + len(_MARKER_OPEN) :].partition(" chars")
+    clause = tail.endswith(")") and is_recall_clause(tail[:-1])
+    if not (sep and digits.isdecimal()) or not (tail == ")" or clause):
+        return None
+    return start, int(digits)
+
+
+def pruned_text(text: str, *, settings: PruneSettings, ref: str = "") -> str | None:
+    """The cut form of an old result's text, or None when it stays whole (rule 3); `ref` (its
+    `tool_call_id`) goes in the marker when recall is on."""
+    if len(text) <= settings.max_chars or _marker_at_end(text[-_MARKER_TAIL:]):
+        return None
+    marker = truncation_marker(len(text), ref=ref, tool_name=settings.recall_tool)
     if is_framed(text):
         cut = cut_preview(text, keep=settings.keep_chars, marker=marker)
         if cut is None:
@@ -194,12 +224,8 @@ def describes(stored: str, text: str) -> bool:
     gives `text`'s length. Guards replay against clients that reuse a tool_call_id."""
     if stored == text:
         return True
-    match = _marker_at_end(stored)
-    return (
-        match is not None
-        and int(match[1]) == len(text)
-        and text.startswith(stored[: match.start()])
-    )
+    marker = _marker_at_end(stored)
+    return marker is not None and marker[1] == len(text) and text.startswith(stored[: marker[0]])
 
 
 def decision_key(call_id: str, text: str) -> str:
@@ -250,6 +276,7 @@ def select_candidates(
             continue
         if names.get(messages[index]["tool_call_id"]) in settings.exclude_tools:
             continue
-        if (cut := pruned_text(text, settings=settings)) is not None:
+        ref = messages[index]["tool_call_id"]
+        if (cut := pruned_text(text, settings=settings, ref=ref)) is not None:
             found[index] = cut
     return found

@@ -116,7 +116,7 @@ async def test_planted_facts_reach_the_summarizer_and_the_archive_holds_everythi
     assert body["messages"][0] == SYSTEM and body["messages"][1] == history[0]
     assert "K-7731" in orjson.dumps(body["messages"]).decode()
     assert body["tool_choice"] == "none" and summarizer.keys == ["sk-client"]
-    assert outcome.messages == (user(SUMMARY_PREFIX + "S"), *history[-4:])
+    assert outcome.messages == (history[0], user(SUMMARY_PREFIX + "S"), *history[-4:])
     line = orjson.loads((tmp_path / "raw.jsonl").read_bytes().splitlines()[0])
     assert line["messages"] == [SYSTEM, *history]
 
@@ -130,7 +130,8 @@ async def test_a_later_full_history_maps_onto_summary_and_newer_messages() -> No
     out, report = apply_stored(draft([SYSTEM, *later]), state)
     assert report.counters["applied"] == 1
     assert out.messages == (*first.compaction.replacement, *later[first.compaction.covers :])
-    assert out.messages[0]["content"].startswith(SUMMARY_PREFIX)
+    assert out.messages[0] == history[0]  # the task, kept before the summary
+    assert out.messages[1]["content"].startswith(SUMMARY_PREFIX)
 
 
 async def test_a_second_compaction_folds_the_first() -> None:
@@ -141,11 +142,11 @@ async def test_a_second_compaction_folds_the_first() -> None:
     longer = history + conversation(3, start=5)
     second = await request(compactor, store, longer)
     assert second.status == "done" and second.compaction.covers > first.compaction.covers
-    assert summarizer.bodies[1]["messages"][1] == user(SUMMARY_PREFIX + "S")
+    assert summarizer.bodies[1]["messages"][1:3] == [history[0], user(SUMMARY_PREFIX + "S")]
     state = await store.load("default", "s1")
     out, _ = apply_stored(draft([SYSTEM, *longer, user("next")]), state)
-    assert out.messages[0] == user(SUMMARY_PREFIX + "S2")
-    assert out.messages[1:] == (*longer[second.compaction.covers :], user("next"))
+    assert out.messages[:2] == (history[0], user(SUMMARY_PREFIX + "S2"))
+    assert out.messages[2:] == (*longer[second.compaction.covers :], user("next"))
 
 
 async def test_an_edited_history_does_not_pick_up_the_summary() -> None:
@@ -242,8 +243,8 @@ async def test_a_done_compaction_reports_what_it_saved_and_what_it_folded_in() -
     history = conversation(3)
     outcome = await compactor.run(job_for(history))
     assert outcome.status == "done"
-    assert outcome.folded_chars == json_chars(history[:-4])
-    summary = [user(SUMMARY_PREFIX + "S")]
+    assert outcome.folded_chars == json_chars(history[1:-4])  # the task stays: not folded
+    summary = [history[0], user(SUMMARY_PREFIX + "S")]
     assert outcome.saved_chars == json_chars(history[:-4]) - json_chars(summary)
 
 
@@ -273,8 +274,9 @@ async def test_preserved_tool_results_come_from_the_unpruned_client_history() ->
     )
     outcome = await compactor.run(job)
     assert outcome.status == "done"
-    assert outcome.messages[1]["role"] == "user"
-    assert outcome.messages[1]["content"].endswith("FULL SKILL TEXT")
+    assert outcome.messages[:2] == (history[0], user(SUMMARY_PREFIX + "S"))
+    assert outcome.messages[2]["role"] == "user"
+    assert outcome.messages[2]["content"].endswith("FULL SKILL TEXT")
 
 
 def test_client_covers_maps_the_working_split_to_the_client_history() -> None:
@@ -302,7 +304,7 @@ async def test_background_compaction_stores_the_summary_for_the_next_request() -
     assert [o.status for o in done] == ["done"] and len(summarizer.bodies) == 1
     state = await store.load("default", "s1")
     out, report = apply_stored(draft([SYSTEM, *history, user("more")]), state)
-    assert report.counters["applied"] == 1 and out.messages[0] == user(SUMMARY_PREFIX + "S")
+    assert report.counters["applied"] == 1 and out.messages[1] == user(SUMMARY_PREFIX + "S")
     await compactor.aclose()
 
 
@@ -317,3 +319,33 @@ async def test_a_cancelled_background_compaction_stores_nothing_and_releases_the
     assert not compactor.running("default", "s1")
     assert await stored(store) == []
     assert await store.acquire_lock("default", "s1", ttl_ms=1000) is not None
+
+
+async def test_a_long_task_is_kept_head_and_tail_and_the_summary_names_its_turns() -> None:
+    settings = CompactSettings(
+        keep_recent=4, timeout_s=5.0, keep_first_user_max_chars=1_000, recall_tool="ctx_recall"
+    )
+    task = user("TASK: " + "rule. " * 2_000 + "Finish with `submit`.")
+    history = [task, *conversation(3)]
+    job = compaction_job(
+        draft([SYSTEM, *history]), settings=settings, prefix_body_for=prefix_body, forced=True
+    )  # forced: the task's cut middle does not count as folded, so little else would be
+    outcome = await make()[0].run(job)
+    assert outcome.status == "done" and outcome.compaction is not None
+    kept, summary = outcome.messages[0]["content"], outcome.messages[1]["content"]
+    assert len(kept) <= 1_000 and kept.startswith("TASK: ")
+    assert kept.endswith("Finish with `submit`.")
+    assert 'chars cut here; full text: ctx_recall(ref="turns:0-0")]' in kept
+    last = outcome.compaction.covers - 1
+    assert summary == (
+        f"{SUMMARY_PREFIX}S\n[Messages 0-{last} are summarized above; "
+        f'full text: ctx_recall(ref="turns:0-{last}")]'
+    )
+
+
+async def test_without_keep_first_user_the_summary_comes_first() -> None:
+    settings = CompactSettings(keep_recent=4, timeout_s=5.0, keep_first_user=False)
+    history = [user("the task"), *conversation(3)]
+    job = compaction_job(draft([SYSTEM, *history]), settings=settings, prefix_body_for=prefix_body)
+    outcome = await make()[0].run(job)
+    assert outcome.messages == (user(SUMMARY_PREFIX + "S"), *history[-4:])

@@ -46,7 +46,7 @@ async def test_one_call_gives_the_summary_and_the_facts() -> None:
     compactor, store, summarizer = make()
     outcome = await compactor.run(job())
     assert (outcome.status, outcome.memory, outcome.facts_added) == ("done", "written", 1)
-    assert outcome.messages[0] == user(SUMMARY_PREFIX + "S")  # no facts in the summary
+    assert outcome.messages[1] == user(SUMMARY_PREFIX + "S")  # no facts in the summary
     assert len(summarizer.bodies) == 1
     assert summarizer.bodies[0]["messages"][-1]["content"].endswith(MEMORY_INSTRUCTION)
     assert (await store.read_facts("default", None))[0].endswith(": Likes tea.")

@@ -68,6 +68,21 @@ def test_folded_chars_count_only_what_no_summary_holds_yet() -> None:
     assert folded_chars(messages, CompactionPlan(split=3)) == len("[]")
 
 
+def test_with_keep_first_user_the_task_is_not_news() -> None:
+    task = user("fix the bug; when done run `submit`" * 20)
+    kept = [task, user(SUMMARY_PREFIX + "old"), user("a"), assistant("b"), user("c")]
+    kept += [assistant("d")]
+    assert plan_compaction(kept, keep_recent=4, keep_first_user=True) is None
+    assert plan_compaction(kept, keep_recent=4) == CompactionPlan(split=2)  # the task is folded
+    folded = json.dumps([user("a"), assistant("b")], separators=(",", ":"))
+    assert folded_chars(kept, CompactionPlan(split=4), keep_first_user=True) == len(folded)
+    alone = [task, user("a"), assistant("b"), user("c")]  # a first compaction of the task alone
+    assert plan_compaction(alone, keep_recent=3, keep_first_user=True) is None
+    assert folded_chars(alone, CompactionPlan(split=1), keep_first_user=True) == len("[]")
+    compact = json.dumps([task], separators=(",", ":"))
+    assert folded_chars(alone, CompactionPlan(split=1)) == len(compact)
+
+
 def _history(draw: st.DrawFn) -> list[Message]:
     messages: list[Message] = []
     for index in range(draw(st.integers(0, 12))):
@@ -105,6 +120,15 @@ def test_splice_puts_one_user_summary_then_preserved_then_kept() -> None:
     out = splice_summary(messages, CompactionPlan(split=2), "S", preserved=preserved)
     assert out == [{"role": "user", "content": SUMMARY_PREFIX + "S"}, *preserved, *messages[2:]]
     assert messages == snapshot
+
+
+def test_splice_puts_the_kept_first_user_message_first_and_ends_the_summary_with_its_line() -> None:
+    messages = [user("task"), assistant("b"), user("c"), assistant("d")]
+    line = '[Messages 0-1 are summarized above; full text: ctx_recall(ref="turns:0-1")]'
+    out = splice_summary(messages, CompactionPlan(split=2), "S", first_user=messages[0],
+                         last_line=line)  # fmt: skip
+    assert out == [messages[0], user(f"{SUMMARY_PREFIX}S\n{line}"), *messages[2:]]
+    assert out[0] is messages[0]
 
 
 def test_preserved_tool_content_is_capped_and_oldest_dropped_first() -> None:

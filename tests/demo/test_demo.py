@@ -43,8 +43,9 @@ def test_demo_shows_bootstrap_pruning_and_compaction(tmp_path: Path) -> None:
     assert "<soul>" in out and "<user_profile>" in out
     assert len(PLAN) == len(BRIEF) == 755
     assert out.count("✂ pruned") == 1
-    assert "✂ pruned read_file(notes/project-plan.md): 755 → 235 chars" in out
-    assert out.count("⇣ compacted") == 1 and "⇣ compacted: 15 messages → 5" in out
+    pruned = 200 + len('...(truncated, original: 755 chars; full text: ctx_recall(ref="call_2"))')
+    assert f"✂ pruned read_file(notes/project-plan.md): 755 → {pruned} chars" in out
+    assert out.count("⇣ compacted") == 1 and "⇣ compacted: 15 messages → 6" in out
     out = out.split(NEXT_DAY)[0]  # the first session
     gauges = [int(n) for n in re.findall(r"\[tokens: (\d+) / 6000\]", out)]
     assert gauges[0] == 0 and len(gauges) == 9  # 8 requests, then the final gauge
@@ -82,8 +83,9 @@ def test_demo_leaves_the_archive_and_the_snapshot_where_it_says(tmp_path: Path) 
     [archived] = (sessions / "raw.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(json.loads(archived)["messages"]) == 1 + 15  # system + the full history
     snapshot = json.loads((sessions / "ctx-demo.json").read_text(encoding="utf-8"))
-    assert snapshot[1]["content"].startswith("[Conversation summary]")
-    assert "Maya" in snapshot[1]["content"]
+    assert snapshot[1] == {"role": "user", "content": "Hi! Who am I talking to?"}  # the task
+    assert snapshot[2]["content"].startswith("[Conversation summary]")
+    assert "Maya" in snapshot[2]["content"]
 
 
 def test_a_rerun_keeps_the_edited_profile_as_the_hint_says(tmp_path: Path) -> None:

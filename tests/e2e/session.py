@@ -38,6 +38,14 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
+def summary(text: str, *, covers: int) -> dict[str, Any]:
+    """The summary message standing for the client's first `covers` messages (recall is on: its
+    last line names their ref)."""
+    last = covers - 1
+    line = f'[Messages 0-{last} are summarized above; full text: ctx_recall(ref="turns:0-{last}")]'
+    return user(f"[Conversation summary]\n{text}\n{line}")
+
+
 def result(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 

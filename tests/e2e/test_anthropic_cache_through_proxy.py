@@ -87,9 +87,12 @@ async def test_compaction_summarizes_through_the_anthropic_api(
         await agent.turn()
     summarizer, compacted = (r.body for r in proxy.fake.received[-2:])
     assert "BLUEFIN" in json.dumps(summarizer) and summarizer.get("stream") is not True
-    first = compacted["messages"][0]["content"]
-    first_text = first if isinstance(first, str) else first[0]["text"]
-    assert first_text == "[Conversation summary]\nAda runs BLUEFIN on port 8421."
+    first = compacted["messages"][0]  # the task and the summary: one user turn of two blocks
+    assert first["role"] == "user" and [b["text"] for b in first["content"]] == [
+        TURNS[0]["content"],
+        "[Conversation summary]\nAda runs BLUEFIN on port 8421.\n"
+        '[Messages 0-2 are summarized above; full text: ctx_recall(ref="turns:0-2")]',
+    ]
     assert agent.header("X-Ctx-Compacted") == "1"
     assert [agent.header("X-Ctx-Compacted", i) for i in range(3)] == ["0", "0", "0"]
     assert agent.history[-1]["content"] == "Compacted answer."
@@ -113,7 +116,8 @@ async def test_prompt_too_long_compacts_through_anthropic_and_retries_once(
         agent.add(message)
         await agent.turn()
     retried = proxy.fake.received[-1].body["messages"]
-    assert retried[0]["content"][0]["text"] == "[Conversation summary]\nShort."
+    assert retried[0]["content"][0]["text"] == TURNS[0]["content"]
+    assert retried[0]["content"][1]["text"].startswith("[Conversation summary]\nShort.\n")
     assert agent.history[-1]["content"] == "After the retry."
     assert agent.header("X-Ctx-Compacted") == "1" and len(proxy.fake.received) == 6
 

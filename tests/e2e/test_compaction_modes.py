@@ -11,7 +11,7 @@ from aiohttp import ClientSession
 
 from proxy.server.appkeys import STORE
 from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done
-from tests.e2e.session import COMPACT, SESSION, run_session, user
+from tests.e2e.session import COMPACT, FACTS, SESSION, run_session, summary, user
 from tests.fakes.openai_upstream import Reply
 from tests.server.conftest import MakeProxy
 
@@ -34,8 +34,8 @@ async def test_async_mode_summary_is_made_in_the_background_and_picked_up_later(
     assert len(proxy.fake.summary_requests) == 1
     await run_session(proxy, tokens=tokens, turns=6, agent=agent)
     sent = proxy.fake.chat[-1].body["messages"]
-    assert sent[1]["content"] == "[Conversation summary]\nSUMMARY OF EARLIER TURNS"
-    assert [_shape(m) for m in sent[2:]] == [_shape(m) for m in agent.history[5:-1]]
+    assert sent[1:3] == [user(FACTS), summary("SUMMARY OF EARLIER TURNS", covers=5)]
+    assert [_shape(m) for m in sent[3:]] == [_shape(m) for m in agent.history[5:-1]]
     assert {agent.header("X-Ctx-Compacted", i) for i in range(6)} == {"0"}
     state = await proxy.app[STORE].load("default", SESSION)
     assert state.int_field("compactions") == 1, "a background compaction counts too"
@@ -69,7 +69,8 @@ async def test_context_length_error_compacts_and_retries_once(make_proxy: MakePr
     assert len(proxy.fake.chat) - before == 2
     assert len(proxy.fake.summary_requests) == 1
     retried = proxy.fake.chat[-1].body["messages"]
-    assert retried[1]["content"].startswith("[Conversation summary]\n")
+    assert retried[1] == user(FACTS)
+    assert retried[2]["content"].startswith("[Conversation summary]\n")
     assert agent.history[-1]["content"] == "retried"
     assert agent.header("X-Ctx-Compacted") == "1"
     assert_all_valid(r.body for r in proxy.fake.received)

@@ -12,15 +12,20 @@ import redis.asyncio as redis
 from tests.e2e.agent import Agent, assert_all_valid, text_of, tool_call
 from tests.e2e.session import (
     COMPACT,
+    FACTS,
     LISTING,
     SESSION,
     answer,
     result,
     run_session,
+    summary,
     user,
 )
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
+
+CUT_MARKER = '...(truncated, original: 755 chars; full text: ctx_recall(ref="c1"))'
+"""The pruning marker of the listing (c1): recall is on, so it names the call to read it back."""
 
 
 @pytest.fixture
@@ -50,8 +55,9 @@ async def test_compaction_replaces_the_old_turns_by_a_summary_and_archives_them(
     sent = fake.chat[-1].body["messages"]
     kept = agent.history[9:-1]  # the parallel calls, their results, the answer, the new question
     assert sent[0]["role"] == "system" and agent.system in sent[0]["content"]
-    assert sent[1] == user("[Conversation summary]\nSUMMARY OF EARLIER TURNS")
-    assert sent[2:] == kept, "the split moved so the calls keep their results"
+    assert sent[1] == user(FACTS), "the task stays before the summary"
+    assert sent[2] == summary("SUMMARY OF EARLIER TURNS", covers=9)
+    assert sent[3:] == kept, "the split moved so the calls keep their results"
     assert [agent.header("X-Ctx-Compacted", i) for i in range(7)] == ["0"] * 6 + ["1"]
     assert await archived(session_proxy) == [agent.messages[:-1]]
     summarizer_text = "\n".join(text_of(m) for m in fake.summary_requests[0].body["messages"])
@@ -69,8 +75,9 @@ async def test_later_requests_with_the_full_history_are_mapped_onto_the_summary(
         fake.script.append(answer(prompt_tokens=1000))
         await agent.turn()
         sent = fake.chat[-1].body["messages"]
-        assert sent[1]["content"].startswith("[Conversation summary]\n")
-        assert sent[2:] == agent.history[9:-1]
+        assert sent[1] == user(FACTS)
+        assert sent[2]["content"].startswith("[Conversation summary]\n")
+        assert sent[3:] == agent.history[9:-1]
         assert agent.header("X-Ctx-Compacted") == "0"
     assert len(fake.summary_requests) == 1
     assert_all_valid(r.body for r in fake.received)
@@ -81,7 +88,7 @@ async def test_old_tool_result_arrives_pruned_and_the_cut_is_replayed_byte_ident
 ) -> None:
     proxy = await make_proxy(tenant_extra=COMPACT)
     await run_session(proxy)
-    cut = LISTING[:200] + "...(truncated, original: 755 chars)"
+    cut = LISTING[:200] + CUT_MARKER
     fourth, fifth = (proxy.fake.chat[i].body["messages"] for i in (3, 4))
     assert _content(fourth, "c1") == cut and _content(fourth, "c2") == "x" * 280
     assert _content(fifth, "c1") == cut
@@ -91,7 +98,7 @@ async def test_old_tool_result_arrives_pruned_and_the_cut_is_replayed_byte_ident
 async def test_pruned_characters_are_reported_in_a_response_header(make_proxy: MakeProxy) -> None:
     proxy = await make_proxy(tenant_extra=COMPACT)
     agent = await run_session(proxy)
-    cut = LISTING[:200] + "...(truncated, original: 755 chars)"
+    cut = LISTING[:200] + CUT_MARKER
     assert agent.header("X-Ctx-Pruned-Chars", 2) == "0"
     assert agent.header("X-Ctx-Pruned-Chars", 3) == str(755 - len(cut))
 
@@ -113,10 +120,10 @@ async def test_second_compaction_folds_the_first_summary_in(session_proxy: Proxy
         fake.script.append(answer(prompt_tokens=tokens))
         await agent.turn()
     second, later = (r.body["messages"] for r in fake.chat[-2:])
-    assert "SUMMARY OF EARLIER TURNS" in text_of(fake.summary_requests[1].body["messages"][1])
+    assert "SUMMARY OF EARLIER TURNS" in text_of(fake.summary_requests[1].body["messages"][2])
     for sent, end in ((second, -3), (later, -1)):
-        assert sent[1] == user("[Conversation summary]\nSECOND SUMMARY")
-        assert sent[2:] == agent.history[14:end]
+        assert sent[1:3] == [user(FACTS), summary("SECOND SUMMARY", covers=14)]
+        assert sent[3:] == agent.history[14:end]
     assert [agent.header("X-Ctx-Compacted", i) for i in (-3, -2, -1)] == ["0", "1", "0"]
     assert [len(history) for history in await archived(session_proxy)] == [15, 19]
     assert_all_valid(r.body for r in fake.received)
@@ -124,7 +131,10 @@ async def test_second_compaction_folds_the_first_summary_in(session_proxy: Proxy
 
 TASK = "Refactor the billing module; keep every public name. " + "Details follow. " * 244
 """A long first user message (about 4,000 characters): its own prompt passes the threshold."""
-LOW_THRESHOLD = "[tenants.default.compact]\nthreshold_tokens = 500\nkeep_recent = 4\n"
+LOW_THRESHOLD = (
+    "[tenants.default.compact]\nthreshold_tokens = 500\nkeep_recent = 4\n"
+    "keep_first_user = false\n"  # the task alone is summarized here: it must not be kept
+)
 
 
 async def test_rerunning_a_task_sends_the_task_itself_not_its_stored_summary(

@@ -8,6 +8,8 @@ texts; a wrong key (`x-api-key`, or an OAuth token as `Authorization: Bearer`) g
 `messages` and `tools` / 4; with `measure_usage` answers report that count as their input tokens
 too. With `summary_text` set, a request ending in ctxproxy's summary instruction is a summarizer
 call, answered with that text and recorded in `summary_requests` as well.
+`respond` (a function of the request body) answers when the script is empty, to play a model that
+reacts to a tool result.
 Every request is recorded (`received`); answers are scripted (`script(...)`) and rendered as a
 `message` object or as the event stream, depending on the request's `stream`.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -101,6 +103,7 @@ class FakeAnthropic:
         self.summary_text: str | None = None
         self.measure_usage = False
         self._replies: deque[Reply | ErrorReply] = deque()
+        self.respond: Callable[[JSON], Reply | ErrorReply] | None = None
         self._ids = 0
 
     def script(self, *replies: Reply | ErrorReply) -> None:
@@ -162,8 +165,10 @@ class FakeAnthropic:
         if self.summary_text is not None and is_summary_call(body):
             self.summary_requests.append(self.received[-1])
             reply = text(self.summary_text)
+        elif self._replies:
+            reply = self._replies.popleft()
         else:
-            reply = self._replies.popleft() if self._replies else Reply()
+            reply = self.respond(body) if self.respond is not None else Reply()
         if self.measure_usage and isinstance(reply, Reply):
             reply = replace(reply, usage={"input_tokens": input_tokens(body), "output_tokens": 5})
         if isinstance(reply, ErrorReply):

@@ -1,9 +1,11 @@
 """A fake OpenAI-compatible upstream: a real aiohttp server speaking JSON and SSE.
 
-It records what it received and answers from a script of `Reply` objects (then `default`), on
-`/v1/chat/completions` and on `/v1/responses` (the Responses API: a Response, or its events;
-`tests.fakes.responses_upstream`); a reply's tool calls are streamed too (each call's id and
-name, then its arguments in pieces).
+It records what it received and answers from a script of `Reply` objects, then from `respond`
+(a function of the request body, to play a model that reacts: calls a tool, echoes its result),
+then with `default`, on `/v1/chat/completions` and on `/v1/responses` (the Responses API: a
+Response, or its events; `tests.fakes.responses_upstream`). Chat tool calls are streamed as the
+API streams them: a first delta with the call's index, id and name, then argument fragments
+under the same index.
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
 answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
 and recorded in `summary_requests` as well.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,8 @@ class Reply:
     status: int = 200
     content: str = "Hello from the fake upstream."
     tool_calls: list[dict[str, Any]] | None = None
+    lead: str | None = None
+    """With `tool_calls`: the content said before them (None: no content)."""
     prompt_tokens: int | None = None
     """Reported `usage.prompt_tokens`; None = chars of the request messages / 4."""
     cached_tokens: int = 0
@@ -63,6 +68,7 @@ class FakeOpenAI:
         self.received: list[Received] = []
         self.summary_requests: list[Received] = []
         self.script: deque[Reply] = deque()
+        self.respond: Callable[[dict[str, Any]], Reply] | None = None
         self.default = Reply()
         self.summary_text = (
             "<analysis>checked</analysis><summary>SUMMARY OF EARLIER TURNS</summary>"
@@ -97,7 +103,10 @@ class FakeOpenAI:
                          "code": None}  # fmt: skip
                 return web.json_response({"error": error}, status=self.summary_status)
             return web.json_response(_completion(body, Reply(content=self.summary_text)))
-        reply = self.script.popleft() if self.script else self.default
+        if self.script:
+            reply = self.script.popleft()
+        else:
+            reply = self.respond(body) if self.respond is not None else self.default
         try:
             await asyncio.sleep(reply.first_byte_delay_s)
             if reply.status != 200:
@@ -131,7 +140,8 @@ class FakeOpenAI:
             "model": body.get("model", "fake"),
         }
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        pieces = _split(reply.content, reply.chunks)
+        text = (reply.lead or "") if reply.tool_calls else reply.content
+        pieces = _split(text, reply.chunks)
         for index, piece in enumerate(pieces):
             if reply.cut_after is not None and index >= reply.cut_after:
                 if reply.half_event:
@@ -145,7 +155,8 @@ class FakeOpenAI:
             chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
             await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
             await asyncio.sleep(reply.chunk_delay_s)
-        for chunk in _tool_call_chunks(base, reply.tool_calls or []):
+        for delta in _call_deltas(reply.tool_calls or []):
+            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
             await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
         finish = "tool_calls" if reply.tool_calls else "stop"
         final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
@@ -228,7 +239,7 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     finish = "stop"
     if reply.tool_calls:
-        message = {"role": "assistant", "content": None, "tool_calls": reply.tool_calls}
+        message = {"role": "assistant", "content": reply.lead, "tool_calls": reply.tool_calls}
         finish = "tool_calls"
     return {
         "id": "chatcmpl-fake",
@@ -240,19 +251,25 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
-def _tool_call_chunks(base: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stream chunks of `calls`: each call's id and name first, its arguments in two pieces."""
-    chunks = []
+def _call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `tool_calls` deltas of `calls`: per call its head (index, id, name, empty arguments),
+    then its arguments in fragments of at most 8 characters."""
+    deltas: list[dict[str, Any]] = []
     for index, call in enumerate(calls):
-        arguments = call["function"]["arguments"]
-        half = len(arguments) // 2
-        function = {"name": call["function"]["name"], "arguments": arguments[:half]}
-        head = {"index": index, "id": call["id"], "type": "function", "function": function}
-        tail = {"index": index, "function": {"arguments": arguments[half:]}}
-        for delta in (head, tail):
-            choice = {"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}
-            chunks.append({**base, "choices": [choice]})
-    return chunks
+        function = call["function"]
+        head = {"name": function["name"], "arguments": ""}
+        deltas.append(
+            {
+                "tool_calls": [
+                    {"index": index, "id": call["id"], "type": "function", "function": head}
+                ]
+            }
+        )
+        arguments = function.get("arguments") or ""
+        for at in range(0, len(arguments), 8):
+            piece = {"arguments": arguments[at : at + 8]}
+            deltas.append({"tool_calls": [{"index": index, "function": piece}]})
+    return deltas  # fmt: skip
 
 
 def _split(text: str, parts: int) -> list[str]:

@@ -33,6 +33,13 @@ def test_a_long_one_keeps_head_and_tail_and_names_its_recall_ref() -> None:
     assert 'chars cut here; full text: ctx_recall(ref="turns:1-1")]' in content
 
 
+def test_without_recall_the_cut_line_names_no_call() -> None:
+    kept = kept_first_user([user("z" * 9_000)], max_chars=1_000, tool_name="")
+    assert kept is not None
+    assert "\n[... " in kept["content"] and "chars cut here]\n" in kept["content"]
+    assert "ref=" not in kept["content"] and len(kept["content"]) <= 1_000
+
+
 def test_the_ref_of_a_cut_first_message_recalls_it_exactly() -> None:
     text = "\n".join(f"rule {i}" for i in range(3_000))
     history = [user(text), assistant("ok")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from proxy.recall.index import build_index, cut_kinds, message_text
+from proxy.recall.index import build_index, cut_kinds, has_cut, message_text
 from proxy.recall.refs import recall_clause, summary_line
 from proxy.types import Message
 from tests.factories import assistant, call, system, tool, user
@@ -144,3 +144,12 @@ def test_message_text_shows_calls_and_non_text_parts() -> None:
     assert message_text(message) == 'thinking\n[call read c1] {"path": "a.py"}'
     image = {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url"}]}
     assert message_text(image) == "see\n[image_url]"
+
+
+def test_has_cut_answers_as_cut_kinds_does() -> None:
+    client = [system("s"), user("go"), assistant(None, call("c1")), tool("c1", LOG)]
+    assert has_cut(client, client, covers=0) is False
+    prepared = [*client[:3], tool("c1", pruned(LOG, "c1"))]
+    assert has_cut(client, prepared, covers=0) is True
+    assert has_cut(client, client, covers=2) is True
+    assert has_cut(client, [system("x")], covers=99) is False

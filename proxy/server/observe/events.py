@@ -66,10 +66,20 @@ def request_event(trace: Trace, *, now: float) -> dict[str, str]:
         event["cache_miss"] = trace.miss
     if trace.retried_overflow:
         event["retried_overflow"] = "1"
+    event.update(recall_fields(trace))
     tokens = stage_tokens(trace)
     if tokens:
         event["tokens"] = orjson.dumps(tokens).decode()
     return event
+
+
+def recall_fields(trace: Trace) -> dict[str, str]:
+    """`recalls` (calls the proxy answered) and `recall_rounds` (upstream rounds) when the request
+    offered the recall tool; `recall_withheld` (why not) when a cut request was not offered it."""
+    offer, tally = trace.prepared.recall, trace.recall
+    if tally is not None:
+        return {"recalls": str(tally.recalls), "recall_rounds": str(tally.rounds)}
+    return {"recall_withheld": offer.reason} if offer.reason else {}
 
 
 def bill_fields(bill: Bill) -> dict[str, str]:

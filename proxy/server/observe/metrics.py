@@ -86,6 +86,13 @@ class Metrics:
         self.client_violations = count("client_violations", "Client violations passed on.", t)
         self.skipped = count("stage_skipped", "Stages that raised and were skipped.", "stage")
         self.overflow_retries = count("overflow_retries", "Compact-and-retry on overflow.", t)
+        self.recalls = count(
+            "recalls", "Recall calls the proxy answered (kind ref, query or invalid; hit or miss).",
+            t, "kind", "outcome",
+        )  # fmt: skip
+        self.recall_withheld = count(
+            "recall_withheld", "Cut requests not offered the recall tool, by reason.", t, "reason"
+        )
         self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
         self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
         self.memory_writes = count(
@@ -134,6 +141,8 @@ class Metrics:
             self._compaction(trace, trace.prepared.compaction)
         if trace.retried_overflow:
             self.overflow_retries.labels(tenant).value += 1
+        if trace.recall is not None or trace.prepared.recall.reason:
+            self._recall(trace)
         if trace.store_degraded:
             self.degraded_requests.labels(tenant).value += 1
         self.set_store_degraded(trace.store_degraded)
@@ -158,6 +167,14 @@ class Metrics:
                 counters[name].value += amount
         for stage in tally.skipped:
             self.skipped.labels(stage).value += 1
+
+    def _recall(self, trace: Trace) -> None:
+        tenant, tally = trace.tenant, trace.recall
+        if tally is None:
+            self.recall_withheld.labels(tenant, trace.prepared.recall.reason).value += 1
+            return
+        for (kind, outcome), calls in tally.counts.items():
+            self.recalls.labels(tenant, kind, outcome).value += calls
 
     def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
         tenant, status, reason = trace.tenant, outcome.status, outcome.reason

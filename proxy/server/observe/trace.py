@@ -7,6 +7,7 @@ from typing import NamedTuple, Protocol
 
 from proxy.cost.pricing import Cost
 from proxy.engine.prepared import Prepared
+from proxy.server.recall_loop import RecallTally
 from proxy.server.relay import Relayed
 
 
@@ -42,6 +43,8 @@ class Trace(NamedTuple):
     """What the request cost; None when its answer reported no usage (set before the events)."""
     miss: str | None = None
     """Why its cache reads fell against the previous request's (`proxy.cost.misses`), if so."""
+    recall: RecallTally | None = None
+    """What the recall loop did, when the request offered the tool."""
 
 
 class Observer(Protocol):

@@ -22,7 +22,7 @@ from tests.fakes.openai_upstream import Reply
 from tests.redis_server import RedisServer
 from tests.server.conftest import MakeProxy
 from tests.server.harness import Proxy
-from tests.server.observe.test_metrics import COMPACT_AT_100, tool_history
+from tests.server.observe.test_metrics import COMPACT_AT_100, PRUNED_755, tool_history
 
 SECRET = "sk-client-SECRET-123"
 CONTENT = "MY-PRIVATE-CONTENT"
@@ -87,12 +87,13 @@ async def test_one_request_event_with_tokens_stages_and_latency(
     )
     assert event["status"] == "200" and event["outcome"] == "ok" and event["store"] == "ok"
     stages = orjson.loads(event["stages"])
-    assert stages["prune"]["chars_pruned"] == 755 - 235 and stages["prune"]["pruned"] == 1
+    assert stages["prune"]["chars_pruned"] == 755 - len(PRUNED_755)
+    assert stages["prune"]["pruned"] == 1
     assert stages["bootstrap"]["sections"] >= 3
     tokens = orjson.loads(event["tokens"])  # estimated, anchored on the upstream's 900
     assert list(tokens) == ["prune", "bootstrap"]
     assert tokens["bootstrap"][1] == 900 and tokens["prune"][1] == tokens["bootstrap"][0]
-    assert tokens["prune"][0] - tokens["prune"][1] == round((755 - 235) / 4)
+    assert tokens["prune"][0] - tokens["prune"][1] == round((755 - len(PRUNED_755)) / 4)
     assert float(event["latency_ms"]) >= float(event["prepare_ms"]) >= 0
     assert event["compaction"] == ""
     [sent] = proxy.fake.chat

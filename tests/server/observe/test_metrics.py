@@ -33,7 +33,8 @@ from tests.server.harness import Proxy
 KEYED = f'keys = ["{digest("sk-good")}"]\n'
 COMPACT_AT_100 = "[tenants.default.compact]\nthreshold_tokens = 100\n"
 
-PRUNED_755 = "x" * 200 + "...(truncated, original: 755 chars)"
+PRUNED_755 = "x" * 200 + '...(truncated, original: 755 chars; full text: ctx_recall(ref="call_0"))'
+"""The oldest result of `tool_history([755, ...])` pruned (its marker names the recall call)."""
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 

@@ -1,0 +1,78 @@
+"""The recall loop with an Anthropic upstream (`kind = "anthropic"`): the tool, the model's
+`tool_use` of it and the proxy's `tool_result` go through the translation, streamed and not, and
+the fake Messages API checks every round the way the real one does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import MakeAnthropicProxy
+from tests.e2e.test_recall_through_proxy import BASH, LOG, history, streamed
+from tests.fakes.anthropic_upstream import Reply, text, tool_use
+
+JSON = dict[str, Any]
+MODEL = "claude-sonnet-4-5"
+
+
+def result_text(block: JSON) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [])
+
+
+def echoing(**arguments: Any) -> Any:
+    """A model that calls the recall tool, then answers with the result it was given."""
+
+    def respond(body: JSON) -> Reply:
+        last = body["messages"][-1]
+        blocks = last["content"] if isinstance(last["content"], list) else []
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if last["role"] == "user" and results and results[-1]["tool_use_id"] == "toolu_r1":
+            return text(f"Recalled:\n{result_text(results[-1])}")
+        return tool_use(("toolu_r1", "ctx_recall", arguments), lead="Checking. ")
+
+    return respond
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_recall_by_ref_goes_through_the_translation_and_never_reaches_the_client(
+    make_anthropic_proxy: MakeAnthropicProxy, stream: bool
+) -> None:
+    proxy = await make_anthropic_proxy()
+    proxy.fake.respond = echoing(ref="call_1")
+    async with proxy.client() as client:
+        if stream:
+            chunks = [c async for c in await client.chat.completions.create(
+                model=MODEL, messages=history(), tools=[BASH], stream=True,
+                stream_options={"include_usage": True})]  # fmt: skip
+            answer = streamed(chunks)
+            content, calls, finish, usage = (
+                answer.content,
+                answer.tool_calls,
+                answer.finish_reasons,
+                answer.usage,
+            )
+        else:
+            done = await client.chat.completions.create(
+                model=MODEL, messages=history(), tools=[BASH]
+            )
+            message = done.choices[0].message
+            content, calls = message.content, message.tool_calls or []
+            finish = [done.choices[0].finish_reason]
+            usage = done.usage.model_dump() if done.usage else None
+    assert content == f"Checking. Recalled:\n{LOG}"
+    assert calls == [] and finish == ["stop"]
+    first, second = (r.body for r in proxy.fake.received)
+    assert [t["name"] for t in first["tools"]] == ["bash", "ctx_recall"]
+    assert second["tools"] == first["tools"]
+    assistant, results = second["messages"][-2:]
+    assert assistant["role"] == "assistant"
+    assert [b["type"] for b in assistant["content"]] == ["text", "tool_use"]
+    used = {"type": "tool_use", "id": "toolu_r1", "name": "ctx_recall", "input": {"ref": "call_1"}}
+    assert assistant["content"][1] == used
+    assert results["content"][0]["tool_use_id"] == "toolu_r1"
+    assert result_text(results["content"][0]) == LOG
+    assert usage is not None and usage["prompt_tokens"] == 24 and usage["completion_tokens"] == 10
