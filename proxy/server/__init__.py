@@ -20,8 +20,7 @@ Modules, in the order a request meets them:
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
     passthrough    every other `/v1/*` path, untouched
-    admin          health, readiness, metrics, persisted outputs, sessions and events views
-    memory_view    the learned facts of a tenant: shown, forgotten
+    admin          health, readiness, metrics, outputs, sessions, events; memory_view: facts
     runner         serving on one socket, draining; workers: `serve --workers N`, one socket
     observe/       what a request did, told to the metrics and the events
 

@@ -23,7 +23,10 @@ from tests.server.messages_support import (
 
 __all__ = ["make_messages_proxy"]  # the fixture, imported for pytest
 
-COMPACT = "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 2\n"
+# keep_first_user off: these tests are about the summary standing for the covered turns
+COMPACT = (
+    "[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 2\nkeep_first_user = false\n"
+)
 SUMMARY = "<analysis>facts</analysis><summary>Ada runs BLUEFIN on port 8421.</summary>"
 CACHED = {"input_tokens": 100, "cache_read_input_tokens": 2500,
           "cache_creation_input_tokens": 100, "output_tokens": 5}  # fmt: skip
@@ -51,9 +54,11 @@ async def test_cache_reads_count_toward_the_threshold_and_the_summary_replaces_o
     assert [agent.header("X-Ctx-Compacted", i) for i in range(3)] == ["0", "0", "1"]
     assert len(proxy.fake.summary_requests) == 1
     compacted = proxy.fake.received[-1].body
-    assert compacted["messages"][0]["content"][0]["text"] == (
-        "[Conversation summary]\nAda runs BLUEFIN on port 8421."
+    summary = compacted["messages"][0]["content"][0]["text"]  # ends with the turns' recall ref
+    assert summary.startswith(
+        "[Conversation summary]\nAda runs BLUEFIN on port 8421.\n[Messages 0-"
     )
+    assert 'ctx_recall(ref="turns:0-' in summary
     assert compacted["messages"][1:] == agent.history[-3:-1]  # the kept turns, as sent
     assert compacted["system"] == "You are terse." and wire_problem(compacted) is None
     agent.add({"role": "user", "content": "Last one."})

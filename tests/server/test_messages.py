@@ -336,7 +336,10 @@ async def test_count_tokens_counts_the_prepared_request_upstream(
 async def test_prompt_too_long_compacts_and_retries_once(
     make_messages_proxy: MakeMessagesProxy,
 ) -> None:
-    proxy = await make_messages_proxy()
+    # keep_first_user off: this test is about the summary standing for the covered turns
+    proxy = await make_messages_proxy(
+        tenant_extra="[tenants.default.compact]\nkeep_first_user = false\n"
+    )
     too_long = "prompt is too long: 210000 tokens > 200000 maximum"
     proxy.fake.script(
         ErrorReply(400, "invalid_request_error", too_long),
@@ -349,7 +352,9 @@ async def test_prompt_too_long_compacts_and_retries_once(
     answer = await agent.turn()
     assert answer.content[0].text == "After the retry."
     retried = proxy.sent["messages"]
-    assert retried[0]["content"][0]["text"] == "[Conversation summary]\nRead four files."
+    summary = retried[0]["content"][0]["text"]  # its last line names the recall ref of the turns
+    assert summary.startswith("[Conversation summary]\nRead four files.\n[Messages 0-")
+    assert 'ctx_recall(ref="turns:0-' in summary
     assert retried[1:-1] == history[-5:-2]  # the kept turns as sent (the answer came after)
     assert retried[-1]["content"][0]["text"] == "Go on."  # with our marker, for the cache
     assert agent.header("X-Ctx-Compacted") == "1" and wire_problem(proxy.sent) is None
