@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MACHINE_PATHS = ("/work/", "/shared/traces")
+MACHINE_PATHS = ("/" + "work/", "/" + "shared/traces")  # split: this file names no path itself
 """Absolute folders of the machines this was built on; `../shared/traces` (relative) is fine."""
 DATA = ("benchmarks/data/", "tests/test_ci.py")
 """Recorded sessions (anonymised as they were) and this file, which names the patterns."""
