@@ -197,6 +197,8 @@ async def compact(rig: Rig, case: Case) -> None:
     assert prepared.body["messages"][-1]["content"] == "next"  # the request goes on
     if case.path == "async":
         assert prepared.compaction is None  # nobody waits for a background summary
+        started = rig.compactor.running(case.path, session) or rig.background[session].done()
+        assert started, f"no background compaction started for {session}"
         case.outcome = await asyncio.wait_for(rig.background[session], 30)  # a bound, not a speed
     else:
         case.outcome = prepared.compaction
@@ -246,7 +248,11 @@ async def check_facts(store: StateStore, cases: Sequence[Case]) -> None:
 async def redis_stores(
     redis_server: RedisServer, key_prefix: str
 ) -> AsyncIterator[list[RedisStore]]:
-    stores = [RedisStore(redis_server.url, key_prefix=key_prefix) for _ in range(2)]
+    # Each store operation gets 5 s: the test is about facts, not store latency, and under a
+    # loaded run one slow reply at the default 0.5 s would open the breaker for every case.
+    stores = [
+        RedisStore(redis_server.url, key_prefix=key_prefix, op_timeout_s=5.0) for _ in range(2)
+    ]
     yield stores
     for store in stores:
         await store.close()

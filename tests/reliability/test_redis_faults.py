@@ -19,7 +19,10 @@ from tests.reliability.conftest import MakeRig
 from tests.reliability.support import Rig, auth, chat
 
 OP_TIMEOUT_S = 0.5
-SLACK_S = 0.5
+# What a request may take beyond one store timeout. The bound is there to catch a request that
+# waits for the frozen or paused server (seconds), not to time the proxy: whether the breaker
+# answers at once is asserted on the median. 0.5 s was exceeded (1.04-1.24 s) on a loaded machine.
+SLACK_S = 0.9
 
 
 async def _one(http: aiohttp.ClientSession, rig: Rig, session: str) -> tuple[int, float, bool]:

@@ -57,10 +57,19 @@ async def settle(proxy: Proxy) -> None:
     await asyncio.gather(*list(proxy.app[LIFECYCLE].tasks))
 
 
-async def events_of(redis_server: RedisServer, key_prefix: str) -> list[dict[str, str]]:
-    store = RedisStore(redis_server.url, key_prefix=key_prefix)
+async def events_of(
+    redis_server: RedisServer, key_prefix: str, *, at_least: int = 0
+) -> list[dict[str, str]]:
+    """The events written so far; with `at_least`, waits (up to 10 s: a bound, not a speed) until
+    that many are there, since a streamed answer's event is written after its client has read it."""
+    store = RedisStore(redis_server.url, key_prefix=key_prefix, op_timeout_s=5.0)
     try:
-        return [fields for _, fields in await store.read_events("0", block_ms=0, count=100)]
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            events = [fields for _, fields in await store.read_events("0", block_ms=0, count=100)]
+            if len(events) >= at_least or asyncio.get_running_loop().time() > deadline:
+                return events
+            await asyncio.sleep(0.02)
     finally:
         await store.close()
 
@@ -77,7 +86,7 @@ async def test_one_request_event_with_tokens_stages_and_latency(
             extra_headers={"X-Ctx-Session": "s-1"},
         )
     await settle(proxy)
-    [event] = await events_of(redis_server, key_prefix)
+    [event] = await events_of(redis_server, key_prefix, at_least=1)
     assert event["kind"] == "request" and event["tenant"] == "default"
     assert event["session"] == "s-1" and event["model"] == "gpt-4o"
     assert (event["prompt_tokens"], event["cached_tokens"], event["completion_tokens"]) == (
@@ -113,7 +122,7 @@ async def test_a_compaction_emits_its_own_event(
         history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
         await client.chat.completions.create(model="m", messages=history)
     await settle(proxy)
-    events = await events_of(redis_server, key_prefix)
+    events = await events_of(redis_server, key_prefix, at_least=3)
     assert [e["kind"] for e in events] == ["request", "compaction", "request"]
     compaction = events[1]
     assert compaction["outcome"] == "done" and compaction["reason"] == "compacted"
@@ -152,7 +161,7 @@ async def test_events_and_logs_never_carry_content_or_keys(
         history += [{"role": "assistant", "content": CONTENT}, {"role": "user", "content": "go"}]
         await client.chat.completions.create(model="m", messages=history, stream=True)
     await settle(proxy)
-    events = await events_of(redis_server, key_prefix)
+    events = await events_of(redis_server, key_prefix, at_least=3)
     assert len(events) == 3
     text = orjson.dumps(events).decode() + "\n".join(r.getMessage() for r in caplog.records)
     assert CONTENT not in text and SECRET not in text and "line 0" not in text
