@@ -202,48 +202,11 @@ def open_wire(
     before `op_timeout_s`, so a node that froze is marked down (and the slot map reloaded)
     before the breaker's timeout ends the operation; `breaker_s` is each node's breaker period."""
     if address.kind == "cluster":
-        cluster = RedisCluster(
-            startup_nodes=[ClusterNode(host, port) for host, port in address.nodes],
-            require_full_coverage=False,  # the slots of live primaries serve during a failover
-            # no retry: redis-py would close every node's connections first (ClusterWire
-            # reloads the slot map alone, and the next request is the retry)
-            retry=Retry(backoff=NoBackoff(), retries=0),
-            max_connections=3 * max_connections,  # two batches an operation, plus listings
-            ssl=address.tls,
-            username=address.username,
-            password=address.password,
-            socket_connect_timeout=op_timeout_s * 0.8,
-            socket_timeout=op_timeout_s * 0.8,
+        return open_cluster(
+            address, op_timeout_s=op_timeout_s, breaker_s=breaker_s, max_connections=max_connections
         )
-        # The nodes found at the first command pack commands in C, as one server's do (the
-        # same keyword arguments make every node; redis-py picks no class from them otherwise).
-        kwargs = cluster.get_connection_kwargs()
-        chosen: type[AbstractConnection] = kwargs.get("connection_class") or Connection
-        kwargs["connection_class"] = PACKING.get(chosen, chosen)
-        return ClusterWire(cluster, breaker_s=breaker_s)
     if address.kind == "sentinel":
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
-            address.nodes,
-            sentinel_kwargs={
-                "socket_connect_timeout": op_timeout_s,
-                "socket_timeout": op_timeout_s,
-                "ssl": address.tls,
-            },
-        )
-        primary = sentinel.master_for(
-            address.service,
-            connection_class=(
-                HiredisSentinelSSLConnection if address.tls else HiredisSentinelConnection
-            ),
-            db=address.db,
-            username=address.username,
-            password=address.password,
-            socket_connect_timeout=op_timeout_s,
-            socket_timeout=None,
-            max_connections=max_connections,
-            retry_on_timeout=False,
-        )
-        return ServerWire(primary, closing=[sentinel])
+        return open_sentinel(address, op_timeout_s=op_timeout_s, max_connections=max_connections)
     pool = open_pool(
         address.url,
         socket_timeout=None,
@@ -252,3 +215,57 @@ def open_wire(
         retry_on_timeout=False,
     )
     return ServerWire(aioredis.Redis.from_pool(pool))
+
+
+def open_cluster(
+    address: StoreAddress, *, op_timeout_s: float, breaker_s: float, max_connections: int
+) -> ClusterWire:
+    """The wire to a cluster whose nodes time out at 0.8 × `op_timeout_s` (see `open_wire`)."""
+    cluster = RedisCluster(
+        startup_nodes=[ClusterNode(host, port) for host, port in address.nodes],
+        require_full_coverage=False,  # the slots of live primaries serve during a failover
+        # no retry: redis-py would close every node's connections first (ClusterWire
+        # reloads the slot map alone, and the next request is the retry)
+        retry=Retry(backoff=NoBackoff(), retries=0),
+        max_connections=3 * max_connections,  # two batches an operation, plus listings
+        ssl=address.tls,
+        username=address.username,
+        password=address.password,
+        socket_connect_timeout=op_timeout_s * 0.8,
+        socket_timeout=op_timeout_s * 0.8,
+    )
+    # The nodes found at the first command pack commands in C, as one server's do (the
+    # same keyword arguments make every node; redis-py picks no class from them otherwise).
+    kwargs = cluster.get_connection_kwargs()
+    chosen: type[AbstractConnection] = kwargs.get("connection_class") or Connection
+    kwargs["connection_class"] = PACKING.get(chosen, chosen)
+    return ClusterWire(cluster, breaker_s=breaker_s)
+
+
+def open_sentinel(
+    address: StoreAddress, *, op_timeout_s: float, max_connections: int
+) -> ServerWire:
+    """The wire to the primary that Sentinel names for `address.service`; it closes the
+    Sentinel connections with its own."""
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        address.nodes,
+        sentinel_kwargs={
+            "socket_connect_timeout": op_timeout_s,
+            "socket_timeout": op_timeout_s,
+            "ssl": address.tls,
+        },
+    )
+    primary = sentinel.master_for(
+        address.service,
+        connection_class=(
+            HiredisSentinelSSLConnection if address.tls else HiredisSentinelConnection
+        ),
+        db=address.db,
+        username=address.username,
+        password=address.password,
+        socket_connect_timeout=op_timeout_s,
+        socket_timeout=None,
+        max_connections=max_connections,
+        retry_on_timeout=False,
+    )
+    return ServerWire(primary, closing=[sentinel])
