@@ -134,27 +134,13 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import asyncio
     import logging
-    from dataclasses import replace
 
-    from proxy.cli.preflight import check_upstreams_are_not_self
-    from proxy.config import cli_log_level, load_settings
-    from proxy.logs import configure_logging
     from proxy.server.app import create_app
     from proxy.server.runner import serve
     from proxy.server.workers import serve_workers
 
-    level = args.log_level or cli_log_level(os.environ)
-    settings = load_settings(args.config, environ=os.environ)
-    configure_logging(level)
-    server = replace(
-        settings.server,
-        host=args.host or settings.server.host,
-        port=settings.server.port if args.port is None else args.port,
-        workers=args.workers or settings.server.workers,
-    )
-    settings = replace(settings, server=server)
-    check_upstreams_are_not_self(settings)
-    check_workers_share_a_store(settings, from_flag=args.workers is not None)
+    settings = serve_settings(args)
+    server = settings.server
     store = settings.store.url.split("@")[-1]
     workers = f", {server.workers} workers" if server.workers > 1 else ""
 
@@ -182,6 +168,31 @@ def run_serve(args: argparse.Namespace) -> int:
         print("ctxproxy: stopped without finishing the drain", file=sys.stderr)
         return 130
     return 0
+
+
+def serve_settings(args: argparse.Namespace) -> Settings:
+    """The settings `serve` runs with: the config, then the flags over its `[server]` table;
+    logging configured, and refused (`ConfigError`) when an upstream is the proxy itself or
+    several workers would not share one store."""
+    from dataclasses import replace
+
+    from proxy.cli.preflight import check_upstreams_are_not_self
+    from proxy.config import cli_log_level, load_settings
+    from proxy.logs import configure_logging
+
+    level = args.log_level or cli_log_level(os.environ)
+    settings = load_settings(args.config, environ=os.environ)
+    configure_logging(level)
+    server = replace(
+        settings.server,
+        host=args.host or settings.server.host,
+        port=settings.server.port if args.port is None else args.port,
+        workers=args.workers or settings.server.workers,
+    )
+    settings = replace(settings, server=server)
+    check_upstreams_are_not_self(settings)
+    check_workers_share_a_store(settings, from_flag=args.workers is not None)
+    return settings
 
 
 def listen_error(exc: OSError, settings: Settings) -> str:
