@@ -112,6 +112,12 @@ async def play(*, console: Console, workdir: Path) -> int:
                     await session.turn(user_text, steps)
                 if name == SESSION:
                     session.gauge("after compaction")
+    show_where_to_look(console, workspace)
+    return 0
+
+
+def show_where_to_look(console: Console, workspace: Path) -> None:
+    """The files the demo left behind, each with what it holds."""
     sessions = workspace / "sessions"
     console.print("\n[bold]Where to look[/]")
     console.print(f"  archive (full histories, before compaction): {sessions / 'raw.jsonl'}")
@@ -121,7 +127,6 @@ async def play(*, console: Console, workdir: Path) -> int:
     console.print(f"  facts learned at compactions:                {learned_file(workspace)}")
     console.print(f"  bootstrap files (edit user.md and re-run):   {workspace}")
     console.print(f"The workspace is kept; delete {workspace} to start again from the sample.")
-    return 0
 
 
 def learned_file(workspace: Path) -> Path:
