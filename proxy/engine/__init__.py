@@ -7,6 +7,8 @@
                 pre-flight validation, fail-open at every step
     memo        per-tenant memos of history hashes: lineages, derived session ids, which stored
                 compaction a history begins with
+    job         the `CompactionJob` a request hands the compactor (its cut, prefix body, the
+                facts its model knows)
     offer       whether the outgoing request offers the recall tool (`proxy.recall`)
     prepared    what `prepare` hands back (`Prepared`) and its stage reports summed (`Tally`)
     record      what a request reads from its session's state and writes back to it

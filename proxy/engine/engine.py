@@ -16,17 +16,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionJob, CompactionOutcome
-from proxy.compaction.plan import CompactionPlan, plan_compaction
-from proxy.compaction.policy import (
-    last_compaction_efficiency,
-    should_compact,
-    soft_threshold,
-    threshold_tokens,
-)
+from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.policy import should_compact, soft_threshold, threshold_tokens
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
+from proxy.engine.job import compaction_job
 from proxy.engine.miss import Miss, cache_miss
-from proxy.engine.offer import offered_body, prefix_with_tool
+from proxy.engine.offer import offered_body
 from proxy.engine.pipeline import Stack, run_stages
 from proxy.engine.prepared import Prepared, tally
 from proxy.engine.record import last_prompt_tokens, turn_record
@@ -132,14 +127,9 @@ class ContextEngine:
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         covers = applied.covers if applied else 0
         last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
-        due = force_compact or should_compact(last, threshold=threshold)
-        soft = settings.mode == "async" and last >= soft_threshold(threshold, settings=settings)
-        outcome = None
-        if settings.enabled and (due or soft):  # most requests: nothing to ask the trigger
-            job = functools.partial(
-                compaction_job, stack, draft, turn, api_key, forced=force_compact
-            )
-            outcome = await self._compaction.compact_if_due(settings, turn, job, due=due, soft=soft)
+        outcome = await self._compact_when_due(
+            stack, draft, turn, api_key, last=last, threshold=threshold, forced=force_compact
+        )
         if outcome is not None and outcome.status == "done":
             draft = draft._replace(messages=outcome.messages)
             covers = outcome.compaction.covers if outcome.compaction else covers
@@ -163,6 +153,30 @@ class ContextEngine:
             compaction=outcome,
             recall=offer,
         )
+
+    async def _compact_when_due(
+        self,
+        stack: Stack,
+        draft: Draft,
+        turn: Turn,
+        api_key: str | None,
+        *,
+        last: int,
+        threshold: int,
+        forced: bool,
+    ) -> CompactionOutcome | None:
+        """The compaction of `draft` that ran for this request: due when the previous request's
+        prompt (`last` tokens) passed `threshold`, or `forced`; past the soft threshold in async
+        mode one starts in the background instead (`CompactionTrigger`). None when nothing ran
+        now, compaction is off, or no threshold is reached (most requests: the trigger is not
+        asked)."""
+        settings = stack.tenant.compact
+        due = forced or should_compact(last, threshold=threshold)
+        soft = settings.mode == "async" and last >= soft_threshold(threshold, settings=settings)
+        if not settings.enabled or not (due or soft):
+            return None
+        job = functools.partial(compaction_job, stack, draft, turn, api_key, forced=forced)
+        return await self._compaction.compact_if_due(settings, turn, job, due=due, soft=soft)
 
     async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:
         """The whole of the client's history (`turn.client`) summarized, for a client that asks
@@ -236,64 +250,3 @@ def matched_compaction(
     if not state.compactions:
         return None
     return stack.matches.applied(tenant, client.system.client, client.messages, state.compactions)
-
-
-def compaction_job(
-    stack: Stack,
-    draft: Draft,
-    turn: Turn,
-    api_key: str | None,
-    *,
-    forced: bool = False,
-    whole: bool = False,
-) -> CompactionJob:
-    """The `CompactionJob` for this request's working history (`prepare` builds it only when a
-    compaction starts): where it is cut, and the body the upstream would be sent for the part
-    summarized (rendered here, so the compactor never calls back into the pipeline); `forced`:
-    the upstream said the context is too long; `whole`: every message is summarized."""
-    settings = stack.tenant.compact
-    if whole:
-        plan: CompactionPlan | None = CompactionPlan(split=len(draft.messages))
-    else:
-        plan = plan_compaction(
-            draft.messages,
-            keep_recent=settings.keep_recent,
-            keep_first_user=settings.keep_first_user,
-        )
-    use_transcript = turn.cache_style == "none"
-    prefix_body = None
-    if plan is not None and not use_transcript:
-        try:
-            prefix_body = stack.prefix_body(draft, turn, draft.messages[: plan.split])
-            prefix_body = prefix_with_tool(
-                prefix_body, draft.body, settings=stack.tenant.recall, state=turn.state
-            )
-        except Exception:  # the compactor reports it: failed, `render`
-            prefix_body = None
-    return CompactionJob(
-        tenant=turn.tenant,
-        session=turn.session,
-        client_history=turn.client.messages,
-        client_system=turn.client.system.client,
-        working=draft.messages,
-        plan=plan,
-        prefix_body=prefix_body,
-        model=turn.model,
-        api_key=api_key,
-        applied=turn.applied,
-        upstream=stack.tenant.upstream,
-        use_transcript=use_transcript,
-        settings=settings,
-        efficiency=last_compaction_efficiency(turn.state),
-        forced=forced,
-        memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
-        known_facts=known_facts(turn),
-    )
-
-
-def known_facts(turn: Turn) -> tuple[str, ...]:
-    """The memory the request's model already has: the workspace's memory files (their lines)
-    and the learned facts, which a compaction need not learn again."""
-    view = turn.workspace
-    texts = [*view.files.get("memory", ()), view.session_files.get("memory", "")]
-    return (*(line for text in texts for line in text.splitlines()), *turn.state.memory)
