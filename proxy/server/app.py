@@ -146,15 +146,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         if not await store.ping():  # the proxy serves without state until the store answers
             where = redacted_url(settings.store.url)
             log.warning("state store %s unreachable at start-up; serving without state", where)
-        http = aiohttp.ClientSession(
-            # No cap on connections (aiohttp's default is 100): each request in flight holds
-            # one, and a stream holds it for minutes; the 101st must not wait for the first.
-            connector=aiohttp.TCPConnector(limit=0),
-            auto_decompress=True,
-            trust_env=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
-        app[HTTP] = http
+        app[HTTP] = http = _client_session()
         services = app[SERVICES]
         app[UPSTREAMS] = services.upstreams = {
             name: make_upstream(settings.upstreams[t.upstream], http, via=via)
@@ -168,19 +160,8 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         app[STORE] = services.store = store
         memory = MemoryWriter(store, on_write=services.metrics.count_memory_write)
         compactor = Compactor(store=store, summarizers=summarizers, memory=memory)
-        memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
-        app[ENGINE] = services.engine = ContextEngine(
-            sessions=store,
-            outputs=store,
-            workspace=ports.workspace or make_workspace(settings),
-            compactor=compactor,
-            stacks={
-                name: build_stack(t, settings.upstreams[t.upstream], memo_bytes=memo_bytes)
-                for name, t in settings.tenants.items()
-            },
-            upstreams=settings.upstreams,
-            on_background=on_background,
-            clock=ports.clock,
+        app[ENGINE] = services.engine = _engine(
+            settings, store, compactor, ports=ports, on_background=on_background
         )
         app[LIFECYCLE].phase = "serving"
         yield
@@ -194,6 +175,44 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         await http.close()
 
     return resources
+
+
+def _client_session() -> aiohttp.ClientSession:
+    """The one HTTP client session every upstream adapter sends through."""
+    return aiohttp.ClientSession(
+        # No cap on connections (aiohttp's default is 100): each request in flight holds
+        # one, and a stream holds it for minutes; the 101st must not wait for the first.
+        connector=aiohttp.TCPConnector(limit=0),
+        auto_decompress=True,
+        trust_env=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
+def _engine(
+    settings: Settings,
+    store: StateStore,
+    compactor: Compactor,
+    *,
+    ports: Ports,
+    on_background: BackgroundHook,
+) -> ContextEngine:
+    """The engine over `store`, with each tenant's stack built once (their memos sharing the
+    memory budget) and the workspace and clock of `ports` when given."""
+    memo_bytes = memo_bytes_per_tenant(len(settings.tenants))
+    return ContextEngine(
+        sessions=store,
+        outputs=store,
+        workspace=ports.workspace or make_workspace(settings),
+        compactor=compactor,
+        stacks={
+            name: build_stack(t, settings.upstreams[t.upstream], memo_bytes=memo_bytes)
+            for name, t in settings.tenants.items()
+        },
+        upstreams=settings.upstreams,
+        on_background=on_background,
+        clock=ports.clock,
+    )
 
 
 async def _drain(app: web.Application) -> None:
