@@ -39,8 +39,22 @@ class Metrics:
     app) by one collector; recording is plain arithmetic on the event loop (`metric_series`)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        """Every family, declared in the order `GET /metrics` lists them."""
         self.registry = registry or CollectorRegistry()
         self._families = Families()
+        self._add_request_series()
+        self._add_context_series()
+        count, t = self._counter, "tenant"  # the health of streams and of the store
+        self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
+        self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
+        self.store_degraded = self._families.gauge(
+            "ctxproxy_store_degraded", "1 while the state store is unreachable."
+        )
+        self.registry.register(self._families)
+        self._tenants: dict[str, TenantSeries] = {}
+
+    def _add_request_series(self) -> None:
+        """What each request took (HTTP, upstream, proxy time), used and cost."""
         count, hist, t = self._counter, self._histogram, "tenant"
         self.requests = count("http_requests", "HTTP requests.", t, "route", "status")
         self.upstream_s = hist("upstream_seconds", "Upstream send to end of relay.", t, "stream")
@@ -67,6 +81,10 @@ class Metrics:
             "cache_misses", "Requests whose cache reads fell against the session's previous "
             "request, by cause (client, prune, compaction, bootstrap, ttl, unknown).", t, "cause",
         )  # fmt: skip
+
+    def _add_context_series(self) -> None:
+        """What the proxy did to the context: stages, compactions, recall, the facts learned."""
+        count, hist, t = self._counter, self._histogram, "tenant"
         self.chars = count(
             "tool_result_chars_removed", "Characters cut from tool results by stage "
             "(prune: chars_pruned, replays included; budgets: chars_saved).", t, "stage",
@@ -93,17 +111,10 @@ class Metrics:
         self.recall_withheld = count(
             "recall_withheld", "Cut requests not offered the recall tool, by reason.", t, "reason"
         )
-        self.stream_errors = count("stream_interrupted", "Streams cut or left idle.", t)
-        self.degraded_requests = count("store_degraded_requests", "Served without state.", t)
         self.memory_writes = count(
             "memory_writes", "Facts asked of compactions: written, duplicate, none, malformed, "
             "no_answer, failed, timeout.", t, "outcome",
         )  # fmt: skip
-        self.store_degraded = self._families.gauge(
-            "ctxproxy_store_degraded", "1 while the state store is unreachable."
-        )
-        self.registry.register(self._families)
-        self._tenants: dict[str, TenantSeries] = {}
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:
         return self._families.counter("ctxproxy_" + name, doc, *labels)
