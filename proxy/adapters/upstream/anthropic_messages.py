@@ -31,7 +31,6 @@ import orjson
 
 from proxy.adapters.upstream.headers import (
     VIA,
-    client_response_headers,
     upstream_request_headers,
     via_chain,
 )
@@ -39,9 +38,12 @@ from proxy.adapters.upstream.transport import (
     Timeouts,
     UpstreamIdle,
     iter_body,
-    open_response,
+    post_json,
     read_body,
     release,
+    released_already,
+    streamed_reply,
+    whole_reply,
 )
 from proxy.ports import UpstreamReply
 from proxy.sse import SSEDecoder, SSEvent
@@ -106,25 +108,23 @@ class AnthropicUpstream:
         if self._cache_diagnostics:
             request["diagnostics"] = diagnostics_param(previous_id)
         key = api_key or self._api_key  # the client's own key when the tenant forwards it
-        data = orjson.dumps(request)
         stream = bool(request.get("stream"))
-        response = await open_response(
+        response, sent = await post_json(
             self._session,
-            "POST",
             self._url,
+            request,
             headers=request_headers(headers, api_key=key, version=self._version, via=self._via),
-            data=data,
             timeouts=self._timeouts,
-            whole_call=not stream,
+            stream=stream,
         )
         if stream and response.status == 200:
-            return self._stream_reply(response, body)._replace(sent_bytes=len(data))
+            return self._stream_reply(response, body)._replace(sent_bytes=sent)
         try:
             payload = await read_body(response)
         finally:
             await release(response)
         reply = _body_reply(response, payload, model=str(body.get("model", "")))
-        return reply._replace(sent_bytes=len(data))
+        return reply._replace(sent_bytes=sent)
 
     async def send_messages(
         self,
@@ -150,32 +150,14 @@ class AnthropicUpstream:
             out["Authorization"] = f"Bearer {key}"
         elif key:
             out["x-api-key"] = key
-        data = orjson.dumps(body)
         url = self._url.removesuffix("/messages") + f"/{endpoint}" + (f"?{query}" if query else "")
         stream = endpoint == "messages" and body.get("stream") is True
-        response = await open_response(
-            self._session,
-            "POST",
-            url,
-            headers=out,
-            data=data,
-            timeouts=self._timeouts,
-            whole_call=not stream,
+        response, sent = await post_json(
+            self._session, url, body, headers=out, timeouts=self._timeouts, stream=stream
         )
-        relayed = client_response_headers(response.headers, decoded_body=True)
         if stream and response.status == 200:
-            events = iter_body(response, idle_s=self._timeouts.idle_s)
-
-            async def release_stream() -> None:
-                await events.aclose()
-                await release(response)
-
-            return UpstreamReply(200, relayed, None, events, release_stream, len(data))
-        try:
-            answer = await read_body(response)
-        finally:
-            await release(response)
-        return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
+            return streamed_reply(response, idle_s=self._timeouts.idle_s, sent_bytes=sent)
+        return await whole_reply(response, sent_bytes=sent)
 
     def _stream_reply(self, response: aiohttp.ClientResponse, body: JSON) -> UpstreamReply:
         options = body.get("stream_options") or {}
@@ -232,7 +214,7 @@ def _body_reply(response: aiohttp.ClientResponse, payload: bytes, *, model: str)
         status, out = 200, to_chat_completion(message, model=model, created=_now())
     else:
         status, out = to_openai_error(response.status if response.status != 200 else 502, payload)
-    return UpstreamReply(status, headers, orjson.dumps(out), None, _released)
+    return UpstreamReply(status, headers, orjson.dumps(out), None, released_already)
 
 
 async def translated_events(
@@ -274,7 +256,3 @@ def _translate(translator: AnthropicStreamTranslator, event: SSEvent) -> bytes:
 
 def _now() -> int:
     return int(time.time())
-
-
-async def _released() -> None:
-    """The `release` of a reply whose body was read whole: its connection is back already."""

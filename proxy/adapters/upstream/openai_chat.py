@@ -5,20 +5,12 @@ upstream with `api = "responses"`)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 
 import aiohttp
-import orjson
 
-from proxy.adapters.upstream.headers import client_response_headers, upstream_request_headers
-from proxy.adapters.upstream.transport import (
-    Timeouts,
-    iter_body,
-    open_response,
-    read_body,
-    release,
-)
+from proxy.adapters.upstream.headers import upstream_request_headers
+from proxy.adapters.upstream.transport import Timeouts, post_json, streamed_reply, whole_reply
 from proxy.ports import UpstreamReply
 from proxy.types import JSON
 
@@ -66,31 +58,15 @@ class OpenAIUpstream:
         key = api_key or self._api_key
         if key:
             out["Authorization"] = f"Bearer {key}"
-        data = orjson.dumps(body)
-        response = await open_response(
+        response, sent = await post_json(
             self._session,
-            "POST",
             url,
+            body,
             headers=out,
-            data=data,
             timeouts=self._timeouts,
-            whole_call=not body.get("stream"),
+            stream=bool(body.get("stream")),
         )
-        relayed = client_response_headers(response.headers, decoded_body=True)
-
-        streaming = response.status == 200 and "text/event-stream" in response.headers.get(
-            "Content-Type", ""
-        )
-        if streaming:
-            stream = iter_body(response, idle_s=self._timeouts.idle_s)
-            released = functools.partial(release, response)
-            return UpstreamReply(response.status, relayed, None, stream, released, len(data))
-        try:
-            answer = await read_body(response)
-        finally:
-            await release(response)
-        return UpstreamReply(response.status, relayed, answer, None, _released, len(data))
-
-
-async def _released() -> None:
-    """The `release` of a reply whose body was read whole: its connection is back already."""
+        events = "text/event-stream" in response.headers.get("Content-Type", "")
+        if response.status == 200 and events:
+            return streamed_reply(response, idle_s=self._timeouts.idle_s, sent_bytes=sent)
+        return await whole_reply(response, sent_bytes=sent)

@@ -8,6 +8,10 @@ Before the first byte: a refused or reset connection (or a stale pooled keep-ali
 retried once on a fresh connection, then `UpstreamUnreachable`; a connect timeout, a stream's
 first-byte timeout or a whole call's total timeout is `UpstreamTimeout`. After the first byte
 nothing is retried. Redirects are never followed.
+
+A JSON body POSTed for an answer relayed untouched (`post_json`) comes back as the `Upstream`
+port's reply: an event stream as its bytes arrive (`streamed_reply`), anything else read whole
+(`whole_reply`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import aiohttp
+import orjson
 from yarl import URL
 
+from proxy.adapters.upstream.headers import client_response_headers
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.ports import UpstreamReply
 from proxy.settings import UpstreamSettings
+from proxy.types import JSON
 
 RETRYABLE = (
     aiohttp.ClientConnectorError,
@@ -213,3 +221,49 @@ async def release(response: aiohttp.ClientResponse) -> None:
         response.release()
     else:
         response.close()
+
+
+async def post_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: JSON,
+    *,
+    headers: Mapping[str, str],
+    timeouts: Timeouts,
+    stream: bool,
+) -> tuple[aiohttp.ClientResponse, int]:
+    """POST `body` as JSON (`open_response`: a `stream` must start within `first_byte_s`, any
+    other call end within `total_s`); the response, its headers come, and the bytes sent."""
+    data = orjson.dumps(body)
+    response = await open_response(
+        session, "POST", url, headers=headers, data=data, timeouts=timeouts, whole_call=not stream
+    )
+    return response, len(data)
+
+
+def streamed_reply(
+    response: aiohttp.ClientResponse, *, idle_s: float, sent_bytes: int
+) -> UpstreamReply:
+    """The answer's bytes untouched as they arrive (`iter_body`); its `release` closes them."""
+    events = iter_body(response, idle_s=idle_s)
+
+    async def release_stream() -> None:
+        await events.aclose()
+        await release(response)
+
+    relayed = client_response_headers(response.headers, decoded_body=True)
+    return UpstreamReply(response.status, relayed, None, events, release_stream, sent_bytes)
+
+
+async def whole_reply(response: aiohttp.ClientResponse, *, sent_bytes: int) -> UpstreamReply:
+    """The answer read whole and untouched; its connection is released already."""
+    try:
+        answer = await read_body(response)
+    finally:
+        await release(response)
+    relayed = client_response_headers(response.headers, decoded_body=True)
+    return UpstreamReply(response.status, relayed, answer, None, released_already, sent_bytes)
+
+
+async def released_already() -> None:
+    """The `release` of a reply whose body was read whole: its connection is back already."""

@@ -1,4 +1,5 @@
-"""Reading an upstream body with a bounded silence, against a real local HTTP server."""
+"""Reading an upstream body with a bounded silence, and a JSON body's answer relayed untouched,
+against a real local HTTP server."""
 
 from __future__ import annotations
 
@@ -9,11 +10,20 @@ import time
 from collections.abc import AsyncIterator
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.adapters.upstream.transport import Timeouts, UpstreamIdle, iter_body, open_response
+from proxy.adapters.upstream.transport import (
+    Timeouts,
+    UpstreamIdle,
+    iter_body,
+    open_response,
+    post_json,
+    streamed_reply,
+    whole_reply,
+)
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from tests.redis_server import free_port
 
@@ -32,10 +42,18 @@ async def drip(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def echo(request: web.Request) -> web.Response:
+    """Answers with the JSON body it was sent, and a hop-by-hop header that must not cross."""
+    body = await request.json()
+    return web.json_response(body, status=201, headers={"Keep-Alive": "timeout=5"})
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[TestServer]:
     app = web.Application()
     app.router.add_get("/", drip)
+    app.router.add_post("/", drip)
+    app.router.add_post("/echo", echo)
     async with TestServer(app) as running:
         yield running
 
@@ -108,3 +126,34 @@ async def test_a_refused_connection_names_the_upstreams_address_not_aiohttps_wor
             await open_response(http, "POST", f"http://user:sk-key@127.0.0.1:{port}/v1/chat",
                                 headers={}, data=b"{}", timeouts=Timeouts())  # fmt: skip
     assert caught.value.message == f"upstream 127.0.0.1:{port} unreachable: Connection refused"
+
+
+async def test_a_whole_reply_is_the_answer_untouched_without_hop_by_hop_headers(
+    server: TestServer,
+) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    async with aiohttp.ClientSession() as http:
+        response, sent = await post_json(
+            http, str(server.make_url("/echo")), body, headers={}, timeouts=Timeouts(), stream=False
+        )
+        reply = await whole_reply(response, sent_bytes=sent)
+    assert reply.status == 201 and reply.stream is None and reply.body is not None
+    assert reply.body.replace(b" ", b"") == orjson.dumps(body) and sent == len(orjson.dumps(body))
+    assert "keep-alive" not in {name.lower() for name in reply.headers}
+    assert response.closed
+
+
+async def test_releasing_a_streamed_reply_mid_body_closes_its_connection(
+    server: TestServer,
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        response, sent = await post_json(
+            http, str(server.make_url("/?gap=5")), {}, headers={}, timeouts=Timeouts(), stream=True
+        )
+        reply = streamed_reply(response, idle_s=30, sent_bytes=sent)
+        assert reply.stream is not None and sent == 2
+        assert await anext(reply.stream) == CHUNKS[0]
+        await reply.release()
+        assert response.closed and response.connection is None
+        with pytest.raises(StopAsyncIteration):
+            await anext(reply.stream)
