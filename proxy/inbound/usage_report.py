@@ -31,34 +31,29 @@ def _chars(body: JSON) -> int:
 
 def scaled_chat_usage(usage: Any, scale: float) -> Any:
     """Chat-completions `usage` with `prompt_tokens` scaled (and `total_tokens` with it)."""
-    if not isinstance(usage, dict) or not _is_count(usage.get("prompt_tokens")):
-        return usage
-    prompt = round(usage["prompt_tokens"] * scale)
-    out = {**usage, "prompt_tokens": prompt}
-    if _is_count(usage.get("completion_tokens")):
-        out["total_tokens"] = prompt + usage["completion_tokens"]
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and _is_count(details.get("cached_tokens")):
-        out["prompt_tokens_details"] = {
-            **details,
-            "cached_tokens": min(details["cached_tokens"], prompt),
-        }
-    return out
+    return _scaled(usage, scale, inputs="prompt_tokens", outputs="completion_tokens")
 
 
 def scaled_responses_usage(usage: Any, scale: float) -> Any:
     """Responses `usage` with `input_tokens` scaled (and `total_tokens` with it)."""
-    if not isinstance(usage, dict) or not _is_count(usage.get("input_tokens")):
+    return _scaled(usage, scale, inputs="input_tokens", outputs="output_tokens")
+
+
+def _scaled(usage: Any, scale: float, *, inputs: str, outputs: str) -> Any:
+    """`usage` with its count of `inputs` scaled, `total_tokens` their sum with `outputs`, and
+    the cached tokens in `{inputs}_details` capped at the scaled count; as it is when it has no
+    such count."""
+    if not isinstance(usage, dict) or not _is_count(usage.get(inputs)):
         return usage
-    inputs = round(usage["input_tokens"] * scale)
-    out = {**usage, "input_tokens": inputs}
-    if _is_count(usage.get("output_tokens")):
-        out["total_tokens"] = inputs + usage["output_tokens"]
-    details = usage.get("input_tokens_details")
+    scaled = round(usage[inputs] * scale)
+    out = {**usage, inputs: scaled}
+    if _is_count(usage.get(outputs)):
+        out["total_tokens"] = scaled + usage[outputs]
+    details = usage.get(f"{inputs}_details")
     if isinstance(details, dict) and _is_count(details.get("cached_tokens")):
-        out["input_tokens_details"] = {
+        out[f"{inputs}_details"] = {
             **details,
-            "cached_tokens": min(details["cached_tokens"], inputs),
+            "cached_tokens": min(details["cached_tokens"], scaled),
         }
     return out
 
