@@ -27,8 +27,8 @@ class EventRing:
     async def read(
         self, last_id: str, *, block_ms: int, count: int
     ) -> list[tuple[str, dict[str, str]]]:
-        """Up to `count` events after `last_id` (`$`: only new ones), copies; with none yet and
-        `block_ms > 0`, waits that long for the next write and returns [] if none came."""
+        """`EventStore.read_events` on the ring: copies of its events; a wait ends at the next
+        write (then [] if it brought none)."""
         if last_id == "$":
             last_id = self.events[-1][0] if self.events else "0-0"
         found = self._after(last_id, count)

@@ -36,8 +36,7 @@ def list_recent(
     limit: int,
     now: float,
 ) -> list[dict[str, str]]:
-    """The `list_sessions` view: the state of up to `limit` sessions unexpired at `now` (of
-    `tenant`, or of every tenant when None), most recently updated first."""
+    """`SessionViews.list_sessions` over `sessions`, those expired at `now` left out."""
     live = [
         e
         for (t, _), e in sessions.items()
@@ -48,7 +47,8 @@ def list_recent(
 
 
 def describe_session(entry: SessionEntry) -> JSON:
-    """The `session_detail` view: state as text, compactions in full, archive and snapshot sizes."""
+    """`SessionViews.session_detail` of `entry`, its state as text and the snapshot's size
+    too."""
     return {
         "state": as_text(entry.state),
         "compactions": [

@@ -21,7 +21,8 @@ from proxy.types import JSON
 async def list_sessions(
     wire: Wire, keys: Keys, tenant: str | None, *, limit: int
 ) -> list[dict[str, str]]:
-    """The `limit` most recently used sessions' state, of one tenant or of all."""
+    """`SessionViews.list_sessions`: the `limit` most recent of every shard's index, then
+    their state."""
     if tenant is None:
         found = await wire.run([[("SMEMBERS", keys.tenants(n))] for n in range(SHARDS)])
         tenants = sorted({_text(t) for [members] in found for t in members})
@@ -67,7 +68,8 @@ async def fetch_session_detail(wire: Wire, keys: Keys, tenant: str, session: str
 
 
 def session_detail_from(replies: list[Any]) -> JSON | None:
-    """State, compactions and archive/snapshot sizes; None for an unknown session."""
+    """`SessionViews.session_detail` read from `fetch_session_detail`'s replies, with the
+    snapshot's size too."""
     state, compactions, archived, snapshot = replies
     if not state:
         return None
