@@ -5,9 +5,9 @@ named ablations, then runs `ctxproxy` with the arguments after `--`, as `python 
 `--list` prints the ablations. An ablated proxy is for measuring only: it is not a correct proxy.
 
 Each ablation replaces attributes where the serving code looks them up at call time
-(`proxy.server.chat.explicit_session_id`, not `proxy.identity.explicit_session_id`). Replacing an attribute that no
-longer exists raises `AttributeError` at start-up, so a function that moved can never be measured
-as costing nothing.
+(`proxy.server.chat.explicit_session_id`, not `proxy.identity.explicit_session_id`). Replacing an
+attribute that no longer exists raises `AttributeError` at start-up, so a function that moved can
+never be measured as costing nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.adapters.upstream import openai_chat as openai_upstream
+from proxy.adapters.upstream import transport
 from proxy.engine.engine import ContextEngine, Prepared
 from proxy.engine.prepared import tally
 from proxy.server import chat, middlewares
@@ -165,7 +166,8 @@ def no_header_filter(patches: Patches) -> None:
         return CIMultiDict()
 
     patches.replace(openai_upstream, "upstream_request_headers", nothing)
-    patches.replace(openai_upstream, "client_response_headers", nothing)
+    # the relayed headers are filtered in the transport (the Messages pass-through's too)
+    patches.replace(transport, "client_response_headers", nothing)
 
 
 def no_body_checks(patches: Patches) -> None:
