@@ -104,7 +104,7 @@ async def replay_setup(tmp: Path, names: list[str], extra: str | None) -> dict[s
     for name in names:
         clock = SimClock()
         fake = FakeLLM(clock=clock)
-        cache = fake.cache = AnthropicCache()
+        fake.cache = AnthropicCache()
         headers = {"x-api-key": "sk-replay", "X-Claude-Code-Session-Id": name[:-5]}
         async with proxied(tmp, fake, clock, extra) as (url, app), aiohttp.ClientSession() as http:
             for body in claude_code_requests(name):
