@@ -31,8 +31,18 @@ from benchmarks import (
 from benchmarks.common import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("overhead", "scaling", "redis", "savings", "cache", "memory", "instructions",
-            "features", "cost", "recall")
+SECTIONS = (
+    "overhead",
+    "scaling",
+    "redis",
+    "savings",
+    "cache",
+    "memory",
+    "instructions",
+    "features",
+    "cost",
+    "recall",
+)
 
 
 def run_section(name: str, tmp: Path, args: argparse.Namespace) -> Any:
@@ -63,22 +73,33 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smaller run (~2 minutes)")
     parser.add_argument("--only", default=",".join(SECTIONS))
     parser.add_argument("--no-litellm", action="store_true")
-    parser.add_argument("--memory-minutes", type=float, default=None,
-                        help="mixed load per target in the memory section (default 1)")
+    parser.add_argument(
+        "--memory-minutes",
+        type=float,
+        default=None,
+        help="mixed load per target in the memory section (default 1)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "latest")
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the sections not run from the existing <out>.json")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the sections not run from the existing <out>.json"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    results: dict[str, Any] = {"machine": machine(), "mode": "quick" if args.quick else "full",
-                               "started": now}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "mode": "quick" if args.quick else "full",
+        "started": now,
+    }
     previous = args.out.with_suffix(".json")
     if args.keep and previous.exists():
         kept = json.loads(previous.read_text())
         when = {**{name: kept.get("started", "?") for name in SECTIONS}, **kept.get("kept", {})}
-        results["kept"] = {name: when[name] for name in SECTIONS
-                           if name in kept and name not in args.only.split(",")}
+        results["kept"] = {
+            name: when[name]
+            for name in SECTIONS
+            if name in kept and name not in args.only.split(",")
+        }
         results.update({name: kept[name] for name in results["kept"]})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.only.split(","):
@@ -91,8 +112,10 @@ def main() -> None:
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str))
     args.out.with_suffix(".md").write_text(report.markdown(results))
     plotted = report.plot(results, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}.md" + (" and .png" if plotted else " (no plot: pip install "
-                                                                  "-e '.[bench]')"))
+    print(
+        f"wrote {args.out}.md"
+        + (" and .png" if plotted else " (no plot: pip install -e '.[bench]')")
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,7 @@ class SimClock:
         self.now += 360.0 if self.turns % 25 == 0 else 20.0
 
 
-async def replay_style(tmp: Path, style: str, toml: str | None,
-                       names: list[str]) -> dict[str, Any]:
+async def replay_style(tmp: Path, style: str, toml: str | None, names: list[str]) -> dict[str, Any]:
     """Every trace with a fresh simulated cache; totals over all of them."""
     total = cached = after_first = cached_after_first = written = 0
     for name in names:
@@ -49,17 +48,22 @@ async def replay_style(tmp: Path, style: str, toml: str | None,
         async with rig(tmp, tenant_toml=toml, cache_style=style, clock=clock) as setup:
             setup.fake.cache = cache
             setup.fake.clock = clock
-            done: Replayed = await replay(setup, name, model=MODELS[style],
-                                          before_each=clock.advance)
+            done: Replayed = await replay(
+                setup, name, model=MODELS[style], before_each=clock.advance
+            )
         total += sum(s.prompt_tokens for s in done.seen)
         cached += sum(s.cached_tokens for s in done.seen)
         after_first += sum(s.prompt_tokens for s in done.seen[1:])
         cached_after_first += sum(s.cached_tokens for s in done.seen[1:])
         written += cache.written
-    return {"prompt_tokens": total, "cached_tokens": cached, "written_tokens": written,
-            "cached_share": cached / total if total else 0.0,
-            "cached_share_after_first": cached_after_first / after_first if after_first else 0.0,
-            "cost": _cost(style, total, cached, written)}
+    return {
+        "prompt_tokens": total,
+        "cached_tokens": cached,
+        "written_tokens": written,
+        "cached_share": cached / total if total else 0.0,
+        "cached_share_after_first": cached_after_first / after_first if after_first else 0.0,
+        "cost": _cost(style, total, cached, written),
+    }
 
 
 def _cost(style: str, total: int, cached: int, written: int) -> float:
@@ -79,6 +83,9 @@ async def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
             rows.append({"provider": style, "setup": f"ctxproxy, pruning {label}", **result})
         for row in rows[-4:]:
             row["relative_cost"] = row["cost"] / direct["prompt_tokens"]
-            print(f"  cache {style} {row['setup']}: {row['cached_share']:.1%} cached, "
-                  f"cost {row['relative_cost']:.2f}", flush=True)
+            print(
+                f"  cache {style} {row['setup']}: {row['cached_share']:.1%} cached, "
+                f"cost {row['relative_cost']:.2f}",
+                flush=True,
+            )
     return {"rows": rows, "traces": len(names)}

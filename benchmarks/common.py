@@ -24,8 +24,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_port(port: int, timeout: float = 30.0,
-              proc: subprocess.Popen[bytes] | None = None) -> None:
+def wait_port(
+    port: int, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -37,12 +38,24 @@ def wait_port(port: int, timeout: float = 30.0,
 
 
 @contextlib.contextmanager
-def running(argv: Sequence[str], *, port: int, log: Path, env: dict[str, str] | None = None,
-            timeout: float = 30.0) -> Iterator[subprocess.Popen[bytes]]:
+def running(
+    argv: Sequence[str],
+    *,
+    port: int,
+    log: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Iterator[subprocess.Popen[bytes]]:
     """A server subprocess (stdout+stderr to `log`), ready when `port` accepts connections."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
         try:
             wait_port(port, timeout, proc)
             yield proc
@@ -111,5 +124,7 @@ def machine() -> str:
                 cpu = line.split(":", 1)[1].strip()
                 break
     mem = Path("/proc/meminfo").read_text().split()[1]
-    return (f"{cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB RAM, "
-            f"Linux {os.uname().release}, Python {sys.version.split()[0]}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB RAM, "
+        f"Linux {os.uname().release}, Python {sys.version.split()[0]}"
+    )

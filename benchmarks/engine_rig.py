@@ -71,8 +71,9 @@ async def one_request(engine: ContextEngine, body: dict[str, Any], session: str)
     turn = await engine.load_turn("default", session, draft_from_body(body))
     prepared = await engine.prepare(body, turn=turn, api_key=None)
     await engine.persist_outputs(prepared)
-    await engine.record(prepared, usage=Usage(prompt_tokens=100), completed=True,
-                        messages_in=len(body["messages"]))
+    await engine.record(
+        prepared, usage=Usage(prompt_tokens=100), completed=True, messages_in=len(body["messages"])
+    )
     return time.perf_counter() - started
 
 

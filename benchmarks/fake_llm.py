@@ -24,9 +24,11 @@ from aiohttp import web
 from benchmarks.validity import problem
 from proxy.cost.cachesim import CacheUse
 
-SUMMARY = ("<analysis>Reviewed the turns.</analysis><summary>The user asked the agent to work "
-           "on the repository; files were read, commands run, findings noted. Open tasks remain "
-           "as in the latest messages.</summary>")
+SUMMARY = (
+    "<analysis>Reviewed the turns.</analysis><summary>The user asked the agent to work "
+    "on the repository; files were read, commands run, findings noted. Open tasks remain "
+    "as in the latest messages.</summary>"
+)
 
 
 class CacheModel(Protocol):
@@ -66,21 +68,37 @@ class FakeLLM:
     async def messages(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
         summary = is_summary_call(body)
-        as_chat = {"tools": body.get("tools"), "messages": [
-            {"role": "system", "content": _blocks(body.get("system"))}, *body["messages"]]}
+        as_chat = {
+            "tools": body.get("tools"),
+            "messages": [
+                {"role": "system", "content": _blocks(body.get("system"))},
+                *body["messages"],
+            ],
+        }
         tokens = prompt_tokens(as_chat)
         used = self.cache.serve(as_chat, now=self.clock()) if self.cache else CacheUse()
         cached = min(used.read, tokens)
         written = min(used.written, tokens - cached)
-        self.seen.append(Seen(tokens, cached, summary, "", written,
-                              min(used.written_1h, written), used.prompt))
-        return web.json_response({
-            "id": "msg_replay", "type": "message", "role": "assistant",
-            "model": body.get("model", "m"), "stop_reason": "end_turn", "stop_sequence": None,
-            "content": [{"type": "text", "text": self.summary_text if summary else "ok"}],
-            "usage": {"input_tokens": tokens - cached - written, "cache_read_input_tokens": cached,
-                      "cache_creation_input_tokens": written, "output_tokens": 5},
-        })
+        self.seen.append(
+            Seen(tokens, cached, summary, "", written, min(used.written_1h, written), used.prompt)
+        )
+        return web.json_response(
+            {
+                "id": "msg_replay",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", "m"),
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "content": [{"type": "text", "text": self.summary_text if summary else "ok"}],
+                "usage": {
+                    "input_tokens": tokens - cached - written,
+                    "cache_read_input_tokens": cached,
+                    "cache_creation_input_tokens": written,
+                    "output_tokens": 5,
+                },
+            }
+        )
 
     async def chat(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
@@ -92,21 +110,39 @@ class FakeLLM:
         kept = body if self.keep_bodies else None
         self.seen.append(
             Seen(
-                tokens, cached, summary, problem(body), written, min(used.written_1h, written),
-                used.prompt, kept,
+                tokens,
+                cached,
+                summary,
+                problem(body),
+                written,
+                min(used.written_1h, written),
+                used.prompt,
+                kept,
             )
         )
         content = self.summary_text if summary else "ok"
-        return web.json_response({
-            "id": "chatcmpl-replay", "object": "chat.completion", "created": 1,
-            "model": body.get("model", "m"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": tokens, "completion_tokens": 5,
-                      "total_tokens": tokens + 5,
-                      "prompt_tokens_details": {"cached_tokens": cached},
-                      "cache_creation_input_tokens": written},
-        })
+        return web.json_response(
+            {
+                "id": "chatcmpl-replay",
+                "object": "chat.completion",
+                "created": 1,
+                "model": body.get("model", "m"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": tokens,
+                    "completion_tokens": 5,
+                    "total_tokens": tokens + 5,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                    "cache_creation_input_tokens": written,
+                },
+            }
+        )
 
 
 def _blocks(system: Any) -> list[Any]:

@@ -89,12 +89,17 @@ def measure(
     with targets.upstream(tmp) as up:
         port = free_port()
         out = tmp / "callgrind.out"
-        argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                f"--callgrind-out-file={out}",
-                *target_argv(name, tmp, up.url.removesuffix("/chat/completions"), port, off=off)]
+        argv = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            *target_argv(name, tmp, up.url.removesuffix("/chat/completions"), port, off=off),
+        ]
         env = {**os.environ, "BENCH_UPSTREAM_KEY": "sk-fake", "PYTHONHASHSEED": "0"}
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             wait_port(port, 300, proc)
             url = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -118,9 +123,10 @@ def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
     for size in ("small", "agentic") if quick else ("small", "agentic", "coding"):
         base = measure("passthrough", size, False, requests)
         mine = measure("ctxproxy", size, False, requests)
-        rows += [{"size": size, "target": "aiohttp pass-through", "instructions": base},
-                 {"size": size, "target": "ctxproxy", "instructions": mine,
-                  "ratio": mine / base}]
+        rows += [
+            {"size": size, "target": "aiohttp pass-through", "instructions": base},
+            {"size": size, "target": "ctxproxy", "instructions": mine, "ratio": mine / base},
+        ]
     return {"requests": requests, "rows": rows}
 
 
@@ -141,8 +147,10 @@ def main() -> None:
     per_request = measure(args.target, args.size, args.stream, args.requests, off=off)
     mode = "stream" if args.stream else "json"
     without = f" (off: {', '.join(off)})" if off else ""
-    print(f"{args.target}{without} {args.size} {mode}: "
-          f"{per_request / 1e3:,.0f} k instructions/request")
+    print(
+        f"{args.target}{without} {args.size} {mode}: "
+        f"{per_request / 1e3:,.0f} k instructions/request"
+    )
 
 
 if __name__ == "__main__":

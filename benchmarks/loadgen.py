@@ -33,8 +33,9 @@ async def one(session: aiohttp.ClientSession, url: str, body: bytes) -> tuple[fl
     return time.perf_counter() - started, ttfb
 
 
-async def worker(session: aiohttp.ClientSession, url: str, body: bytes, deadline: float,
-                 out: dict[str, Any]) -> None:
+async def worker(
+    session: aiohttp.ClientSession, url: str, body: bytes, deadline: float, out: dict[str, Any]
+) -> None:
     while time.perf_counter() < deadline:
         try:
             latency, ttfb = await one(session, url, body)
@@ -54,8 +55,12 @@ async def run(command: dict[str, Any], bodies: dict[tuple[str, bool], bytes]) ->
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         started = time.perf_counter()
         deadline = started + command["duration"]
-        await asyncio.gather(*(worker(session, command["url"], body, deadline, out)
-                               for _ in range(command["concurrency"])))
+        await asyncio.gather(
+            *(
+                worker(session, command["url"], body, deadline, out)
+                for _ in range(command["concurrency"])
+            )
+        )
         out["elapsed"] = time.perf_counter() - started
     out["requests"] = len(out["latencies"])
     return out

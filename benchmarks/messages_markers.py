@@ -80,8 +80,9 @@ def claude_code_requests(name: str) -> Iterator[dict[str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def proxied(tmp: Path, fake: FakeLLM, clock: SimClock,
-                  extra: str | None) -> AsyncIterator[tuple[str, Any]]:
+async def proxied(
+    tmp: Path, fake: FakeLLM, clock: SimClock, extra: str | None
+) -> AsyncIterator[tuple[str, Any]]:
     """(the URL to send to, the proxy app or None) for ctxproxy with `extra`, or direct."""
     async with serving(fake.app()) as upstream:
         base = str(upstream.make_url("")).rstrip("/")
@@ -135,10 +136,15 @@ async def run(tmp: Path, *, quick: bool) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| setup | prompt tokens | cached share | cache writes | relative cost |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {r['setup']} | {r['prompt_tokens']:,} | {r['cached_share']:.1%} | "
-              f"{r['written']:,} | {r['relative_cost']:.3f} |" for r in rows]
+    lines = [
+        "| setup | prompt tokens | cached share | cache writes | relative cost |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['setup']} | {r['prompt_tokens']:,} | {r['cached_share']:.1%} | "
+        f"{r['written']:,} | {r['relative_cost']:.3f} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 

@@ -87,9 +87,15 @@ def serving(tmp: Path) -> Iterator[tuple[str, list[int]]]:
         config = tmp / "ctxproxy.toml"
         workspace = tmp / "ws"  # a copy: the embedded store would archive into sessions/
         shutil.copytree(WORKSPACE, workspace)
-        config.write_text(TOML.format(port=port, base=f"http://127.0.0.1:{up_port}",
-                                      workspace=workspace, openai=digest(KEYS["openai"]),
-                                      anthropic=digest(KEYS["anthropic"])))
+        config.write_text(
+            TOML.format(
+                port=port,
+                base=f"http://127.0.0.1:{up_port}",
+                workspace=workspace,
+                openai=digest(KEYS["openai"]),
+                anthropic=digest(KEYS["anthropic"]),
+            )
+        )
         argv = [PYTHON, "-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
         env = {"BENCH_UPSTREAM_KEY": "sk-fake"}
         with running(argv, port=port, log=tmp / "ctxproxy.log", env=env) as proc:
@@ -106,8 +112,11 @@ def bodies(size: str, stream: bool) -> dict[str, bytes]:
 async def load(base: str, route: str, body: bytes, seconds: float) -> tuple[int, int]:
     """(requests answered 200, others) sending `body` back to back for `seconds`."""
     path, tenant, _ = ROUTES[route]
-    headers = {"Content-Type": "application/json", "x-api-key": KEYS[tenant],
-               "Authorization": f"Bearer {KEYS[tenant]}"}
+    headers = {
+        "Content-Type": "application/json",
+        "x-api-key": KEYS[tenant],
+        "Authorization": f"Bearer {KEYS[tenant]}",
+    }
     done = failed = 0
     async with aiohttp.ClientSession() as http:
         deadline = time.perf_counter() + seconds
@@ -121,8 +130,9 @@ async def load(base: str, route: str, body: bytes, seconds: float) -> tuple[int,
     return done, failed
 
 
-def run_cells(base: str, pids: list[int], sizes: list[str], *, seconds: float,
-              rounds: int) -> list[dict[str, Any]]:
+def run_cells(
+    base: str, pids: list[int], sizes: list[str], *, seconds: float, rounds: int
+) -> list[dict[str, Any]]:
     rows = []
     for size in sizes:
         for stream in (False, True):
@@ -135,34 +145,51 @@ def run_cells(base: str, pids: list[int], sizes: list[str], *, seconds: float,
             for _ in range(rounds):
                 for route in ROUTES:
                     before = cpu_seconds(pids)
-                    done, failed = asyncio.run(load(base, route, encoded[ROUTES[route][2]],
-                                                    seconds))
+                    done, failed = asyncio.run(
+                        load(base, route, encoded[ROUTES[route][2]], seconds)
+                    )
                     samples[route].append((cpu_seconds(pids) - before) / max(done, 1) * 1e6)
                     count[route] += done
                     errors[route] += failed
             for route in ROUTES:
-                rows.append({"size": size, "stream": stream, "route": route,
-                             "requests": count[route], "errors": errors[route],
-                             "cpu_us": statistics.median(samples[route]),
-                             "body_kb": len(encoded[ROUTES[route][2]]) / 1024})
+                rows.append(
+                    {
+                        "size": size,
+                        "stream": stream,
+                        "route": route,
+                        "requests": count[route],
+                        "errors": errors[route],
+                        "cpu_us": statistics.median(samples[route]),
+                        "body_kb": len(encoded[ROUTES[route][2]]) / 1024,
+                    }
+                )
             chat = rows[-len(ROUTES)]["cpu_us"]
-            print(f"  {size} {'stream' if stream else 'json'}: " + ", ".join(
-                f"{r['route']} {r['cpu_us']:.0f}µs ({r['cpu_us'] / chat:.2f}x)"
-                for r in rows[-len(ROUTES):]), flush=True)
+            print(
+                f"  {size} {'stream' if stream else 'json'}: "
+                + ", ".join(
+                    f"{r['route']} {r['cpu_us']:.0f}µs ({r['cpu_us'] / chat:.2f}x)"
+                    for r in rows[-len(ROUTES) :]
+                ),
+                flush=True,
+            )
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| body | answer | route | body KB | requests | proxy CPU µs/request | vs chat |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| body | answer | route | body KB | requests | proxy CPU µs/request | vs chat |",
+        "|---|---|---|---|---|---|---|",
+    ]
     chat: dict[tuple[str, bool], float] = {}
     for row in rows:
         key = (row["size"], row["stream"])
         if row["route"] == "chat":
             chat[key] = row["cpu_us"]
-        lines.append(f"| {row['size']} | {'stream' if row['stream'] else 'JSON'} | "
-                     f"{row['route']} | {row['body_kb']:.0f} | {row['requests']} | "
-                     f"{row['cpu_us']:.0f} | {row['cpu_us'] / chat[key]:.2f}x |")
+        lines.append(
+            f"| {row['size']} | {'stream' if row['stream'] else 'JSON'} | "
+            f"{row['route']} | {row['body_kb']:.0f} | {row['requests']} | "
+            f"{row['cpu_us']:.0f} | {row['cpu_us'] / chat[key]:.2f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -174,10 +201,13 @@ def main() -> None:
     args = parser.parse_args()
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="bench-messages-") as tmp, serving(Path(tmp)) as (
-        base, pids):
-        rows = run_cells(base, pids, args.sizes.split(","), seconds=args.seconds,
-                         rounds=args.rounds)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-messages-") as tmp,
+        serving(Path(tmp)) as (base, pids),
+    ):
+        rows = run_cells(
+            base, pids, args.sizes.split(","), seconds=args.seconds, rounds=args.rounds
+        )
     print(table(rows))
 
 

@@ -52,7 +52,8 @@ class Sample:
     def summary(self) -> dict[str, float]:
         n = max(self.requests, 1)
         return {
-            "requests": self.requests, "errors": self.errors,
+            "requests": self.requests,
+            "errors": self.errors,
             "rps": self.requests / self.elapsed if self.elapsed else 0.0,
             "p50_ms": percentile(self.latencies, 0.5) * 1e3,
             "p99_ms": percentile(self.latencies, 0.99) * 1e3,
@@ -67,8 +68,12 @@ class LoadGen:
     """The load-generator subprocess, driven one JSON line at a time."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([PYTHON, "-m", "benchmarks.loadgen"], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "benchmarks.loadgen"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -80,8 +85,13 @@ class LoadGen:
 
     def run(self, url: str, cell: Cell, duration: float) -> dict[str, Any]:
         assert self.proc.stdin is not None
-        command = {"url": url, "size": cell.size, "stream": cell.stream,
-                   "concurrency": cell.concurrency, "duration": duration}
+        command = {
+            "url": url,
+            "size": cell.size,
+            "stream": cell.stream,
+            "concurrency": cell.concurrency,
+            "duration": duration,
+        }
         self.proc.stdin.write(orjson.dumps(command) + b"\n")
         self.proc.stdin.flush()
         return self._read()
@@ -92,8 +102,9 @@ class LoadGen:
         self.proc.wait(timeout=30)
 
 
-def measure(gen: LoadGen, target: Target, upstream: Target, cell: Cell,
-            duration: float) -> tuple[dict[str, Any], float, float]:
+def measure(
+    gen: LoadGen, target: Target, upstream: Target, cell: Cell, duration: float
+) -> tuple[dict[str, Any], float, float]:
     """One run; (result, proxy CPU s, upstream CPU s)."""
     pids, up_pids = target.pids(), upstream.pids()
     cpu0, up0 = cpu_seconds(pids), cpu_seconds(up_pids)
@@ -119,18 +130,27 @@ def all_targets(tmp: Path, *, with_litellm: bool) -> Iterator[tuple[Target, list
         up = stack.enter_context(targets.upstream(tmp))
         base = up.url.removesuffix("/chat/completions")
         port = int(base.split(":")[2].split("/")[0])
-        found = [Target("direct", up.url, None),
-                 stack.enter_context(targets.passthrough(tmp, base)),
-                 stack.enter_context(targets.nginx(tmp, port)),
-                 stack.enter_context(targets.ctxproxy(tmp, base)),
-                 stack.enter_context(targets.ctxproxy_redis(tmp, base))]
+        found = [
+            Target("direct", up.url, None),
+            stack.enter_context(targets.passthrough(tmp, base)),
+            stack.enter_context(targets.nginx(tmp, port)),
+            stack.enter_context(targets.ctxproxy(tmp, base)),
+            stack.enter_context(targets.ctxproxy_redis(tmp, base)),
+        ]
         if with_litellm:
             found.append(stack.enter_context(targets.litellm(tmp, base)))
         yield up, [t for t in found if t is not None]
 
 
-def run_cells(gen: LoadGen, up: Target, found: list[Target], cells: list[Cell], *,
-              rounds: int, duration: float) -> list[dict[str, Any]]:
+def run_cells(
+    gen: LoadGen,
+    up: Target,
+    found: list[Target],
+    cells: list[Cell],
+    *,
+    rounds: int,
+    duration: float,
+) -> list[dict[str, Any]]:
     rows = []
     for cell in cells:
         samples = {t.name: Sample() for t in found}
@@ -138,11 +158,22 @@ def run_cells(gen: LoadGen, up: Target, found: list[Target], cells: list[Cell], 
             for target in found:
                 samples[target.name].add(*measure(gen, target, up, cell, duration))
         for name, sample in samples.items():
-            rows.append({"size": cell.size, "stream": cell.stream,
-                         "concurrency": cell.concurrency, "target": name, **sample.summary()})
-        print(f"  overhead {cell}: " + ", ".join(
-            f"{r['target']} {r['rps']:.0f}/s {r['cpu_us']:.0f}us" for r in rows[-len(found):]),
-            flush=True)
+            rows.append(
+                {
+                    "size": cell.size,
+                    "stream": cell.stream,
+                    "concurrency": cell.concurrency,
+                    "target": name,
+                    **sample.summary(),
+                }
+            )
+        print(
+            f"  overhead {cell}: "
+            + ", ".join(
+                f"{r['target']} {r['rps']:.0f}/s {r['cpu_us']:.0f}us" for r in rows[-len(found) :]
+            ),
+            flush=True,
+        )
     return rows
 
 
@@ -160,11 +191,21 @@ def run(tmp: Path, *, quick: bool, with_litellm: bool = True) -> dict[str, Any]:
         try:
             cells = cells_for(quick)
             warm_up(gen, found, list(dict.fromkeys(c.size for c in cells)))
-            ceiling = run_cells(gen, up, found[:1], [Cell("small", False, 16),
-                                                     Cell("small", False, 64)],
-                                rounds=1, duration=1.0)
+            ceiling = run_cells(
+                gen,
+                up,
+                found[:1],
+                [Cell("small", False, 16), Cell("small", False, 64)],
+                rounds=1,
+                duration=1.0,
+            )
             rows = run_cells(gen, up, found, cells, rounds=rounds, duration=duration)
         finally:
             gen.close()
-    return {"ceiling": ceiling, "rows": rows, "targets": [t.name for t in found],
-            "duration_s": duration, "rounds": rounds}
+    return {
+        "ceiling": ceiling,
+        "rows": rows,
+        "targets": [t.name for t in found],
+        "duration_s": duration,
+        "rounds": rounds,
+    }

@@ -24,10 +24,10 @@ async def chat(request: web.Request) -> web.StreamResponse:
     url = request.app[UPSTREAM] + request.path.removeprefix("/v1")
     async with request.app[SESSION].post(url, data=orjson.dumps(body), headers=headers) as up:
         if not body.get("stream"):
-            return web.Response(body=await up.read(), status=up.status,
-                                content_type=up.content_type)
-        response = web.StreamResponse(status=up.status,
-                                      headers={"Content-Type": up.content_type})
+            return web.Response(
+                body=await up.read(), status=up.status, content_type=up.content_type
+            )
+        response = web.StreamResponse(status=up.status, headers={"Content-Type": up.content_type})
         await response.prepare(request)
         async for chunk in up.content.iter_any():
             await response.write(chunk)

@@ -50,8 +50,11 @@ def closed_prefix(messages: list[dict[str, Any]], count: int) -> list[dict[str, 
 def grow_tool_results(messages: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
     """Repeat each string tool result until the serialised messages reach `target` bytes."""
     size = len(orjson.dumps(messages))
-    tool_chars = sum(len(m["content"]) for m in messages
-                     if m["role"] == "tool" and isinstance(m.get("content"), str))
+    tool_chars = sum(
+        len(m["content"])
+        for m in messages
+        if m["role"] == "tool" and isinstance(m.get("content"), str)
+    )
     if size >= target or not tool_chars:
         return messages
     factor = 1 + (target - size) / tool_chars
@@ -94,11 +97,16 @@ def coding_body() -> dict[str, Any]:
     system = (DATA / "coding_system.md").read_text(encoding="utf-8")
     tools = json.loads((DATA / "coding_tools.json").read_text(encoding="utf-8"))
     history = closed_prefix(load_trace(CODING_TRACE)["messages"], 50)
-    messages = [{"role": "system", "content": system},
-                *({k: v for k, v in m.items() if k != "reasoning_content"} for m in history)]
+    messages = [
+        {"role": "system", "content": system},
+        *({k: v for k, v in m.items() if k != "reasoning_content"} for m in history),
+    ]
     return {"model": MODEL, "messages": messages, "tools": tools, "max_tokens": 256}
 
 
 def encoded_bodies() -> dict[tuple[str, bool], bytes]:
-    return {(size, stream): orjson.dumps(body_for(size, stream=stream))
-            for size in SIZES for stream in (False, True)}
+    return {
+        (size, stream): orjson.dumps(body_for(size, stream=stream))
+        for size in SIZES
+        for stream in (False, True)
+    }

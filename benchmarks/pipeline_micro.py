@@ -81,8 +81,10 @@ async def measure(size: str, *, runs: int, calls: int) -> dict[str, float]:
             await record(engine, prepared, body)
 
         steps = {"prepare": prepare, "load_turn": load, "record": recorded}
-        return {name: await best_us(step, runs=runs, calls=calls, raw=raw)
-                for name, step in steps.items()}
+        return {
+            name: await best_us(step, runs=runs, calls=calls, raw=raw)
+            for name, step in steps.items()
+        }
 
 
 async def profile(size: str, *, calls: int) -> None:

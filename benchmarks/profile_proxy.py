@@ -30,8 +30,11 @@ def aggregate(raw: Path, top: int) -> str:
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        frames = [f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0].split("/")[-1]
-                  for f in stack.split(";") if f]
+        frames = [
+            f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0].split("/")[-1]
+            for f in stack.split(";")
+            if f
+        ]
         samples = int(count)
         total += samples
         if frames:
@@ -75,23 +78,40 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))
     cell = Cell(args.size, args.stream, args.concurrency)
-    with targets.upstream(tmp) as up, proxy_target(
-            args.target, tmp, up.url.removesuffix("/chat/completions")) as proxy:
+    with (
+        targets.upstream(tmp) as up,
+        proxy_target(args.target, tmp, up.url.removesuffix("/chat/completions")) as proxy,
+    ):
         assert proxy.pid is not None
         gen = LoadGen()
         result: dict[str, object] = {}
         load = threading.Thread(
-            target=lambda: result.update(gen.run(proxy.url, cell, args.seconds + 2)))
+            target=lambda: result.update(gen.run(proxy.url, cell, args.seconds + 2))
+        )
         load.start()
         raw = tmp / "profile.txt"
         if args.syscalls:
             argv = ["strace", "-c", "-f", "-o", str(raw), "-p", str(proxy.pid)]
         else:
             spy = shutil.which("py-spy") or str(Path(__file__).parents[1] / ".venv/bin/py-spy")
-            argv = [spy, "record", "--pid", str(proxy.pid), "--format", "raw", "--rate", "1000",
-                    "--output", str(raw), "--nonblocking", "--duration", str(int(args.seconds))]
-        tracer = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
+            argv = [
+                spy,
+                "record",
+                "--pid",
+                str(proxy.pid),
+                "--format",
+                "raw",
+                "--rate",
+                "1000",
+                "--output",
+                str(raw),
+                "--nonblocking",
+                "--duration",
+                str(int(args.seconds)),
+            ]
+        tracer = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         load.join()
         if args.syscalls:
             tracer.terminate()

@@ -126,8 +126,9 @@ def proxy_process(tmp: Path, base: str, extra: str, name: str) -> Iterator[targe
         yield targets.Target(name, f"http://127.0.0.1:{port}{targets.CHAT}", proc.pid)
 
 
-async def turns(pair: list[targets.Target], bodies: list[tuple[str, dict[str, Any]]],
-                rounds: int) -> dict[str, Any]:
+async def turns(
+    pair: list[targets.Target], bodies: list[tuple[str, dict[str, Any]]], rounds: int
+) -> dict[str, Any]:
     """CPU µs per request of each target: every body goes to both, one after the other (which
     one first alternates), so both see the same load; each round's CPU is read for both at its
     start and end. The first round warms up and is not counted."""

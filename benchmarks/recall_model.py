@@ -213,8 +213,9 @@ def _stream(completion: JSON) -> bytes:
         deltas.append({"tool_calls": [rest]})
     events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
               for d in deltas]  # fmt: skip
-    events.append({**base, "choices": [{"index": 0, "delta": {},
-                                        "finish_reason": choice["finish_reason"]}]})
+    events.append(
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+    )
     events.append({**base, "choices": [], "usage": completion["usage"]})
     out = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
     return out + b"data: [DONE]\n\n"

@@ -44,9 +44,23 @@ def redis_server() -> Iterator[str | None]:
         yield None
         return
     port, workdir = free_port(), tempfile.mkdtemp(prefix="bench-redis-")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", workdir],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, 10, proc)  # type: ignore[arg-type]
         yield f"redis://127.0.0.1:{port}/0"
@@ -85,13 +99,25 @@ async def one_request(
     await engine.persist_outputs(prepared)
     usage = Usage(prompt_tokens=100)
     trace = Trace(
-        tenant="default", session=session, model=MODEL, stream=False, status=200,
-        prepared=prepared, relayed=Relayed(usage=usage, completed=True),
-        messages_in=len(body["messages"]), prepare_s=0.001, upstream_s=0.01,
+        tenant="default",
+        session=session,
+        model=MODEL,
+        stream=False,
+        status=200,
+        prepared=prepared,
+        relayed=Relayed(usage=usage, completed=True),
+        messages_in=len(body["messages"]),
+        prepare_s=0.001,
+        upstream_s=0.01,
         store_degraded=False,
     )
-    await engine.record(prepared, usage=usage, completed=True, messages_in=trace.messages_in,
-                        events=events.entries(trace))
+    await engine.record(
+        prepared,
+        usage=usage,
+        completed=True,
+        messages_in=trace.messages_in,
+        events=events.entries(trace),
+    )
 
 
 async def run(tmp: Path, *, requests: int = 200) -> dict[str, Any]:
@@ -122,8 +148,11 @@ async def run(tmp: Path, *, requests: int = 200) -> dict[str, Any]:
 async def measure(tmp: Path, url: str | None, ports: list[int], *, requests: int) -> dict[str, Any]:
     """Round trips, server commands and client CPU per request on the store at `url` (the
     embedded store without one); `ports`: the servers whose commands count."""
-    store: Any = (RedisStore(url, key_prefix="bench:", session_ttl_s=3600, op_timeout_s=2.0)
-                  if url else MemoryStore())
+    store: Any = (
+        RedisStore(url, key_prefix="bench:", session_ttl_s=3600, op_timeout_s=2.0)
+        if url
+        else MemoryStore()
+    )
     engine = make_engine(tmp, store)
     events = EventEmitter(lambda: store)
     body = body_of(cycled_messages(100))
@@ -143,10 +172,13 @@ async def measure(tmp: Path, url: str | None, ports: list[int], *, requests: int
             commands[name] = commands.get(name, 0) + calls - was.get(name, 0)
     commands["info"] = commands.get("info", 0) - len(ports)
     commands = {k: v for k, v in commands.items() if v > 0 and not k.startswith("cluster")}
-    return {"requests": requests, "round_trips_per_request": trips[0] / requests,
-            "commands_per_request": sum(commands.values()) / requests,
-            "commands": {k: round(v / requests, 2) for k, v in sorted(commands.items())},
-            "cpu_us_per_request": round(cpu / requests * 1e6)}
+    return {
+        "requests": requests,
+        "round_trips_per_request": trips[0] / requests,
+        "commands_per_request": sum(commands.values()) / requests,
+        "commands": {k: round(v / requests, 2) for k, v in sorted(commands.items())},
+        "cpu_us_per_request": round(cpu / requests * 1e6),
+    }
 
 
 def _port(url: str) -> int:

@@ -84,8 +84,13 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def rig(tmp: Path, *, tenant_toml: str | None, cache_style: str = "openai",
-              clock: Callable[[], float] | None = None) -> AsyncIterator[Rig]:
+async def rig(
+    tmp: Path,
+    *,
+    tenant_toml: str | None,
+    cache_style: str = "openai",
+    clock: Callable[[], float] | None = None,
+) -> AsyncIterator[Rig]:
     fake = FakeLLM()
     async with serving(fake.app()) as upstream:
         base = str(upstream.make_url("/v1"))
@@ -93,8 +98,9 @@ async def rig(tmp: Path, *, tenant_toml: str | None, cache_style: str = "openai"
             yield Rig(fake, f"{base}/chat/completions")
             return
         config = targets.ctxproxy_config(tmp, base, 9)
-        text = config.read_text().replace('cache_style = "openai"',
-                                          f'cache_style = "{cache_style}"')
+        text = config.read_text().replace(
+            'cache_style = "openai"', f'cache_style = "{cache_style}"'
+        )
         config.write_text(text + tenant_toml)
         settings = load_settings(config, environ={"BENCH_UPSTREAM_KEY": "sk-fake"})
         app = create_app(settings, Ports(clock=clock) if clock else None)  # simulated time
@@ -102,8 +108,9 @@ async def rig(tmp: Path, *, tenant_toml: str | None, cache_style: str = "openai"
             yield Rig(fake, str(proxy.make_url("/v1/chat/completions")), app)
 
 
-async def replay(rig: Rig, name: str, *, model: str,
-                 before_each: Callable[[], None] = lambda: None) -> Replayed:
+async def replay(
+    rig: Rig, name: str, *, model: str, before_each: Callable[[], None] = lambda: None
+) -> Replayed:
     out = Replayed(name)
     rig.fake.seen = out.seen
     headers = {"Authorization": "Bearer sk-replay", "X-Ctx-Session": name.removesuffix(".json")}

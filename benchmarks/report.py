@@ -21,20 +21,30 @@ from benchmarks.report_tables import (
 
 
 def markdown(results: dict[str, Any]) -> str:
-    parts = [f"# ctxproxy benchmark results\n\nMachine: {results['machine']}  \n"
-             f"Run: {results['started']}, mode `{results['mode']}`, "
-             f"{results['seconds']:.0f} s in all.\n"]
+    parts = [
+        f"# ctxproxy benchmark results\n\nMachine: {results['machine']}  \n"
+        f"Run: {results['started']}, mode `{results['mode']}`, "
+        f"{results['seconds']:.0f} s in all.\n"
+    ]
     kept = results.get("kept", {})
     if kept:
-        parts.append("Carried over from an earlier run (not re-run): " + ", ".join(
-            f"{name} ({started})" for name, started in kept.items()) + ".\n")
-    sections = [("Targets", headline), ("1. Proxy overhead", overhead_table),
-                ("2. Pipeline cost at scale", scaling_table),
-                ("3. Tokens saved on real sessions", savings_table),
-                ("4. Cache share", cache_table), ("5. Memory", memory_table),
-                ("6. Instructions per request", instructions_table),
-                ("7. Where ctxproxy's extra instructions go", features_table),
-                ("8. Cost in dollars", cost_section), ("9. Recall", recall_table)]
+        parts.append(
+            "Carried over from an earlier run (not re-run): "
+            + ", ".join(f"{name} ({started})" for name, started in kept.items())
+            + ".\n"
+        )
+    sections = [
+        ("Targets", headline),
+        ("1. Proxy overhead", overhead_table),
+        ("2. Pipeline cost at scale", scaling_table),
+        ("3. Tokens saved on real sessions", savings_table),
+        ("4. Cache share", cache_table),
+        ("5. Memory", memory_table),
+        ("6. Instructions per request", instructions_table),
+        ("7. Where ctxproxy's extra instructions go", features_table),
+        ("8. Cost in dollars", cost_section),
+        ("9. Recall", recall_table),
+    ]
     for title, render in sections:
         try:
             parts.append(f"## {title}\n\n{render(results)}\n")
@@ -64,20 +74,41 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     return True
 
 
-COLORS = {"direct": "tab:grey", "aiohttp pass-through": "tab:blue", "nginx": "tab:orange",
-          "ctxproxy": "tab:green", "ctxproxy + Redis": "tab:olive", "LiteLLM": "tab:red"}
+COLORS = {
+    "direct": "tab:grey",
+    "aiohttp pass-through": "tab:blue",
+    "nginx": "tab:orange",
+    "ctxproxy": "tab:green",
+    "ctxproxy + Redis": "tab:olive",
+    "LiteLLM": "tab:red",
+}
 
 
 def _bars(ax: Any, rows: list[dict[str, Any]], key: str, title: str, *, log: bool) -> None:
     sizes = [s for s in SIZES if any(r["size"] == s for r in rows)]
-    names = list(dict.fromkeys(r["target"] for r in rows if r["target"] != "direct"
-                               or key == "rps"))
+    names = list(
+        dict.fromkeys(r["target"] for r in rows if r["target"] != "direct" or key == "rps")
+    )
     width = 0.8 / max(len(names), 1)
     for i, name in enumerate(names):
-        values = [next((r[key] for r in rows if r["size"] == s and r["target"] == name
-                        and r["concurrency"] == 16), 0) for s in sizes]
-        ax.bar([x + i * width for x in range(len(sizes))], values, width, label=name,
-               color=COLORS.get(name))
+        values = [
+            next(
+                (
+                    r[key]
+                    for r in rows
+                    if r["size"] == s and r["target"] == name and r["concurrency"] == 16
+                ),
+                0,
+            )
+            for s in sizes
+        ]
+        ax.bar(
+            [x + i * width for x in range(len(sizes))],
+            values,
+            width,
+            label=name,
+            color=COLORS.get(name),
+        )
     ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(sizes))], sizes)
     ax.set_title(title)
     if log:

@@ -29,7 +29,8 @@ def session_row(direct: Replayed, proxied: Replayed) -> dict[str, Any]:
         "proxy_max": max((s.prompt_tokens for s in chat), default=0),
         "compactions": sum(h.get("X-Ctx-Compacted") == "1" for h in proxied.headers),
         "pruned_chars_last": int(proxied.headers[-1].get("X-Ctx-Pruned-Chars", 0))
-        if proxied.headers else 0,
+        if proxied.headers
+        else 0,
         "invalid_direct": sum(bool(s.problem) for s in direct.seen),
         "invalid_proxy": sum(bool(s.problem) for s in proxied.seen),
         "problems": sorted({s.problem for s in proxied.seen if s.problem})[:3],
@@ -49,8 +50,9 @@ async def run(tmp: Path, *, quick: bool) -> dict[str, Any]:
         rows = []
         for name in names:
             async with rig(tmp / label.split()[0], tenant_toml=toml) as proxied:
-                rows.append(session_row(direct[name], await replay(proxied, name,
-                                                                   model=MODELS["openai"])))
+                rows.append(
+                    session_row(direct[name], await replay(proxied, name, model=MODELS["openai"]))
+                )
         results[label] = rows
         saved = 1 - sum(r["proxy_tokens"] for r in rows) / sum(r["direct_tokens"] for r in rows)
         print(f"  savings {label}: {saved:.1%} fewer prompt tokens", flush=True)

@@ -26,9 +26,13 @@ async def time_history(tmp: Path, count: int, *, budget_s: float) -> dict[str, A
         index += 1
         fresh.append(await one_request(engine, body, f"s{count}-{index}"))
         again.append(await one_request(engine, body, f"s{count}-{index}"))
-    return {"messages": len(body["messages"]), "chars": chars, "runs": index,
-            "fresh_ms": statistics.median(fresh) * 1e3,
-            "repeat_ms": statistics.median(again) * 1e3}
+    return {
+        "messages": len(body["messages"]),
+        "chars": chars,
+        "runs": index,
+        "fresh_ms": statistics.median(fresh) * 1e3,
+        "repeat_ms": statistics.median(again) * 1e3,
+    }
 
 
 async def time_growing_session(tmp: Path, *, requests: int) -> dict[str, Any]:
@@ -42,8 +46,11 @@ async def time_growing_session(tmp: Path, *, requests: int) -> dict[str, Any]:
         seconds = await one_request(engine, body, "growing")
         per_message.append(seconds / len(body["messages"]) * 1e6)
     tenth = max(1, requests // 10)
-    return {"requests": requests, "first_us_per_msg": statistics.median(per_message[:tenth]),
-            "last_us_per_msg": statistics.median(per_message[-tenth:])}
+    return {
+        "requests": requests,
+        "first_us_per_msg": statistics.median(per_message[:tenth]),
+        "last_us_per_msg": statistics.median(per_message[-tenth:]),
+    }
 
 
 async def run(tmp: Path, *, quick: bool) -> dict[str, Any]:

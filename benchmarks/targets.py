@@ -129,8 +129,9 @@ http {{
 
 @contextlib.contextmanager
 def nginx(tmp: Path, upstream_port: int) -> Iterator[Target | None]:
-    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists()
-                                       else None)
+    binary = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
     if binary is None:
         yield None
         return
@@ -163,17 +164,34 @@ def litellm(tmp: Path, base: str) -> Iterator[Target | None]:
     port = free_port()
     config = tmp / "litellm.yaml"
     config.write_text(LITELLM_YAML.format(base=base))
-    argv = [str(LITELLM), "--config", str(config), "--port", str(port), "--host", "127.0.0.1",
-            "--num_workers", "1"]
-    env = {"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True",
-           "LITELLM_MASTER_KEY": "sk-bench",  # the load generator's bearer
-           "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
+    argv = [
+        str(LITELLM),
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--num_workers",
+        "1",
+    ]
+    env = {
+        "LITELLM_LOG": "ERROR",
+        "LITELLM_TELEMETRY": "False",
+        "NO_DOCS": "True",
+        "LITELLM_MASTER_KEY": "sk-bench",  # the load generator's bearer
+        "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true",
+    }
     with running(argv, port=port, log=tmp / "litellm.log", env=env, timeout=180) as proc:
         yield Target("LiteLLM", f"http://127.0.0.1:{port}{CHAT}", proc.pid)
 
 
 def _litellm_imports() -> bool:
     python = LITELLM.parent / "python"
-    done = subprocess.run([str(python), "-c", "import litellm.proxy.proxy_server"],
-                          capture_output=True, timeout=300, check=False)
+    done = subprocess.run(
+        [str(python), "-c", "import litellm.proxy.proxy_server"],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     return done.returncode == 0

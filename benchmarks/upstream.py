@@ -17,8 +17,12 @@ from aiohttp import web
 
 CHUNKS = 20
 BIG_STREAM_BYTES = 20 * 1024 * 1024
-USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
-         "prompt_tokens_details": {"cached_tokens": 0}}
+USAGE = {
+    "prompt_tokens": 100,
+    "completion_tokens": 20,
+    "total_tokens": 120,
+    "prompt_tokens_details": {"cached_tokens": 0},
+}
 BASE = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
 
@@ -30,12 +34,22 @@ def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
     return _event({**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
 
-COMPLETION = orjson.dumps({
-    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "word " * CHUNKS}}],
-    "usage": USAGE,
-})
+COMPLETION = orjson.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "word " * CHUNKS},
+            }
+        ],
+        "usage": USAGE,
+    }
+)
 STREAM = [_chunk({"role": "assistant", "content": "word "})]
 STREAM += [_chunk({"content": "word "}) for _ in range(CHUNKS - 1)]
 FINISH = _chunk({}, "stop")
@@ -44,32 +58,68 @@ DONE = b"data: [DONE]\n\n"
 BIG_EVENT = _chunk({"content": "x" * 65_000})
 
 
-MESSAGE = orjson.dumps({
-    "id": "msg_bench", "type": "message", "role": "assistant", "model": "m",
-    "content": [{"type": "text", "text": "word " * CHUNKS}], "stop_reason": "end_turn",
-    "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 20},
-})
+MESSAGE = orjson.dumps(
+    {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "word " * CHUNKS}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 20},
+    }
+)
 
 
 def _named(name: str, payload: dict[str, object]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
-_START = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "m", "content": [],
-          "stop_reason": None, "stop_sequence": None,
-          "usage": {"input_tokens": 100, "output_tokens": 1}}
-EVENTS = b"".join([
-    _named("message_start", {"type": "message_start", "message": _START}),
-    _named("content_block_start", {"type": "content_block_start", "index": 0,
-                                   "content_block": {"type": "text", "text": ""}}),
-    *(_named("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": "word "}})
-      for _ in range(CHUNKS)),
-    _named("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    _named("message_delta", {"type": "message_delta", "usage": {"output_tokens": 20},
-                             "delta": {"stop_reason": "end_turn", "stop_sequence": None}}),
-    _named("message_stop", {"type": "message_stop"}),
-])
+_START = {
+    "id": "msg_bench",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "content": [],
+    "stop_reason": None,
+    "stop_sequence": None,
+    "usage": {"input_tokens": 100, "output_tokens": 1},
+}
+EVENTS = b"".join(
+    [
+        _named("message_start", {"type": "message_start", "message": _START}),
+        _named(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        *(
+            _named(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "word "},
+                },
+            )
+            for _ in range(CHUNKS)
+        ),
+        _named("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _named(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "usage": {"output_tokens": 20},
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            },
+        ),
+        _named("message_stop", {"type": "message_stop"}),
+    ]
+)
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
