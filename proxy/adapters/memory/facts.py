@@ -3,7 +3,9 @@ session with facts of its own, each written whole to a file in the tenant's work
 change, so a restart keeps them: `memory/learned.md` (the tenant's) and
 `memory/sessions/<session>.md` (a session's own). A file is read once, on the first use of its
 ledger, and written through a `.tmp` file renamed over it (atomic); its lines are sanitised again
-when read back (a person may have edited it while the proxy was stopped).
+when read back (a person may have edited it while the proxy was stopped). A change (an add, a
+forget) is all or nothing: the changed ledger is written first and held only once its file is,
+so memory and disk never disagree (a failed write raises `OSError` and changes neither).
 
 A tenant without a workspace keeps its facts in this process only: a restart forgets them. At
 most `SESSIONS_MAX` session ledgers are held; the least recently used go, and come back from
@@ -71,27 +73,36 @@ class FactFiles:
     async def add(
         self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
     ) -> int:
-        ledger = await self.ledger(tenant, owner)
-        added = ledger.add(lines, max_lines=max_lines)
-        if added:
-            await self._write(tenant, owner, ledger)
-        return added
+        return await self._change(tenant, owner, lambda x: x.add(lines, max_lines=max_lines))
 
     async def forget(self, tenant: str, owner: str | None, pattern: str) -> int:
-        ledger = await self.ledger(tenant, owner)
-        removed = ledger.forget(pattern)
-        if removed:
-            await self._write(tenant, owner, ledger)
-        return removed
+        return await self._change(tenant, owner, lambda x: x.forget(pattern))
 
-    async def _write(self, tenant: str, owner: str | None, ledger: FactLedger) -> None:
-        """Write the ledger as it is once this write's turn comes (so the last write holds the
-        newest lines). Raises `OSError` when the file cannot be written (the facts stay held)."""
-        path = self._path(tenant, owner)
-        if path is None:
-            return
+    async def _change(
+        self, tenant: str, owner: str | None, change: Callable[[FactLedger], int]
+    ) -> int:
+        """Apply `change` to a copy of the owner's ledger, write the copy's file, and only then
+        hold the copy: all or nothing. Raises `OSError` when the file cannot be written (then
+        the ledger held, and its file, stay as they were). Changes are made one at a time, so
+        none is lost and the last file written holds the newest lines."""
         async with self._writing:
-            await asyncio.to_thread(_write, path, HEADER + "".join(f"{x}\n" for x in ledger.lines))
+            held = await self.ledger(tenant, owner)
+            changed = held.copy()
+            count = change(changed)
+            if changed.lines is held.lines:
+                return count
+            path = self._path(tenant, owner)
+            if path is not None:
+                text = HEADER + "".join(f"{x}\n" for x in changed.lines)
+                try:
+                    await asyncio.to_thread(_write, path, text)
+                except OSError as exc:
+                    log.warning("learned facts not written (%s): %s", type(exc).__name__, path)
+                    raise
+            self._ledgers[(tenant, owner)] = changed
+            self._ledgers.move_to_end((tenant, owner))
+            self._evict()
+        return count
 
 
 def _read(path: Path) -> tuple[str, ...]:

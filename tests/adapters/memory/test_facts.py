@@ -68,14 +68,42 @@ async def test_without_a_workspace_facts_live_in_memory_only(tmp_path: Path) -> 
     assert await store_in(None).read_facts("t", None) == ()
 
 
-async def test_an_unwritable_workspace_fails_the_write_but_keeps_the_facts_held(
-    tmp_path: Path,
-) -> None:
+async def test_an_add_whose_file_cannot_be_written_changes_nothing(tmp_path: Path) -> None:
     (tmp_path / "t").write_text("a file where the memory folder should be")
     store = store_in(tmp_path)
     with pytest.raises(OSError):
         await store.add_facts("t", None, [fact("A")], max_lines=10)
-    assert await store.read_facts("t", None) == (fact("A"),)
+    assert await store.read_facts("t", None) == ()  # memory agrees with the (missing) file
+    (tmp_path / "t").unlink()
+    assert await store.add_facts("t", None, [fact("A")], max_lines=10) == 1  # not a duplicate
+    assert await store_in(tmp_path).read_facts("t", None) == (fact("A"),)
+
+
+def block_writes(folder: Path, name: str) -> Path:
+    """Make the next write of `folder/name` fail: a folder stands where its `.tmp` file goes."""
+    blocker = folder / f"{name}.tmp"
+    blocker.mkdir(parents=True)
+    return blocker
+
+
+@pytest.mark.parametrize("owner", [None, "s1"])
+async def test_a_forget_whose_file_cannot_be_written_forgets_nothing(
+    tmp_path: Path, owner: str | None
+) -> None:
+    store = store_in(tmp_path)
+    await store.add_facts("t", owner, [fact("A"), fact("B")], max_lines=10)
+    folder = tmp_path / "t" if owner is None else tmp_path / "t" / "sessions"
+    blocker = block_writes(folder, "learned.md" if owner is None else f"{owner}.md")
+    with pytest.raises(OSError):
+        await store.forget_facts("t", owner, "a")
+    assert await store.read_facts("t", owner) == (fact("A"), fact("B"))
+    assert await store_in(tmp_path).read_facts("t", owner) == (fact("A"), fact("B"))  # restart
+    with pytest.raises(OSError):
+        await store.add_facts("t", owner, [fact("C")], max_lines=10)
+    assert await store.read_facts("t", owner) == (fact("A"), fact("B"))
+    blocker.rmdir()
+    assert await store.forget_facts("t", owner, "a") == 1
+    assert await store_in(tmp_path).read_facts("t", owner) == (fact("B"),)
 
 
 async def test_session_ledgers_beyond_the_bound_come_back_from_their_files(
