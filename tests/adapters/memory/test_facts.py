@@ -3,6 +3,8 @@ hand edits are sanitised, a tenant without a workspace keeps them in memory only
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,64 @@ async def test_session_ledgers_beyond_the_bound_come_back_from_their_files(
     await files.add("t", None, [fact("tenant")], max_lines=10)
     assert len(files._ledgers) == 3  # two sessions and the tenant: s1 went
     assert (await files.ledger("t", "s1")).lines == (fact("s1"),)
+
+
+TTL = 3600.0
+
+
+def age(path: Path, seconds: float) -> None:
+    """Make `path` look last written `seconds` ago."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+async def test_a_sessions_facts_expire_the_session_ttl_after_their_last_write(
+    tmp_path: Path,
+) -> None:
+    clock = [time.time()]
+    files = FactFiles(lambda tenant: tmp_path, session_ttl_s=TTL, now=lambda: clock[0])
+    await files.add("t", "s1", [fact("mine")], max_lines=10)
+    await files.add("t", None, [fact("tenant")], max_lines=10)
+    clock[0] += TTL - 1
+    assert (await files.ledger("t", "s1")).lines == (fact("mine"),)  # a read renews nothing
+    clock[0] += 2
+    assert (await files.ledger("t", "s1")).lines == ()  # held in memory: dropped when touched
+    assert not (tmp_path / "sessions" / "s1.md").exists()
+    assert (await files.ledger("t", None)).lines == (fact("tenant"),)  # a tenant's never expire
+    await files.add("t", "s1", [fact("new")], max_lines=10)  # a new life starts empty
+    assert (await files.ledger("t", "s1")).lines == (fact("new"),)
+
+
+async def test_after_a_restart_an_expired_sessions_file_is_dropped_when_read(
+    tmp_path: Path,
+) -> None:
+    await FactFiles(lambda tenant: tmp_path).add("t", "s1", [fact("mine")], max_lines=10)
+    age(tmp_path / "sessions" / "s1.md", TTL + 1)
+    files = FactFiles(lambda tenant: tmp_path, session_ttl_s=TTL)
+    assert (await files.ledger("t", "s1")).lines == ()
+    assert not (tmp_path / "sessions" / "s1.md").exists()
+
+
+async def test_expired_session_files_nobody_reads_are_swept_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    old = FactFiles(lambda tenant: tmp_path)
+    for session in ("gone1", "gone2", "live"):
+        await old.add("t", session, [fact(session)], max_lines=10)
+    await old.add("t", None, [fact("tenant")], max_lines=10)
+    other = tmp_path / "sessions" / "notes.txt"
+    other.write_text("not ours")
+    for path in (*(tmp_path / "sessions").glob("gone*.md"), other, tmp_path / "learned.md"):
+        age(path, TTL + 1)
+    files = FactFiles(lambda tenant: tmp_path, session_ttl_s=TTL)
+    await files.ledger("t", "live")  # a session's first read sweeps its folder
+    assert names_in(tmp_path / "sessions") == ["live.md", "notes.txt"]
+    assert names_in(tmp_path) == ["learned.md", "sessions"]
+
+
+async def test_the_store_prunes_session_facts_with_its_session_ttl(tmp_path: Path) -> None:
+    await store_in(tmp_path).add_facts("t", "s1", [fact("mine")], max_lines=10)
+    age(tmp_path / "t" / "sessions" / "s1.md", 11)
+    store = MemoryStore(facts_dir_for=lambda tenant: tmp_path / tenant, session_ttl_s=10)
+    assert (await store.load("t", "s1", memory="session")).memory == ()
+    assert names_in(tmp_path / "t" / "sessions") == []
