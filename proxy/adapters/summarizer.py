@@ -1,7 +1,8 @@
 """`Summarizer` adapters: one non-streaming completion through the official SDKs.
 
 Both take an OpenAI-format chat-completions body (from `proxy.compaction.stored`) and return the
-text of the answer. Clients are built explicitly (no environment reads) and never retry: a
+text of the answer with the call's usage, in the chat-completions shape (a Messages answer's
+translated). Clients are built explicitly (no environment reads) and never retry: a
 failed summary is the compactor's to handle (it forwards the request uncompacted). The key is
 the client's forwarded key when given, else the configured one. `via` (this proxy's instance
 id) is sent as the loop marker, as on every upstream request (`proxy.adapters.upstream.headers`).
@@ -19,7 +20,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from proxy.adapters.upstream.headers import VIA
+from proxy.ports import Completion
 from proxy.translate.anthropic_request import to_messages_request
+from proxy.translate.anthropic_response import chat_usage
 from proxy.types import JSON
 
 if TYPE_CHECKING:
@@ -62,7 +65,7 @@ class OpenAISummarizer:
             )
         return self._client
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
         """The assistant text of one non-streaming completion of `body` ("" if none)."""
         if self._client is None:
             await _load("openai")
@@ -73,9 +76,10 @@ class OpenAISummarizer:
         response = await client.chat.completions.create(
             model=body["model"], messages=body["messages"], extra_body=extra
         )
+        usage = response.usage.model_dump(exclude_none=True) if response.usage else None
         if not response.choices:
-            return ""
-        return response.choices[0].message.content or ""
+            return Completion("", usage)
+        return Completion(response.choices[0].message.content or "", usage)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -114,7 +118,7 @@ class AnthropicSummarizer:
             )
         return self._client
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
         """The text blocks of one non-streaming Messages answer to `body`, joined ("" if none)."""
         if self._client is None:
             await _load("anthropic")
@@ -129,7 +133,8 @@ class AnthropicSummarizer:
         }
         request: dict[str, Any] = {**to_messages_request(body), "stream": False}
         message = await client.messages.create(**request, extra_headers=headers)
-        return "".join(block.text for block in message.content if block.type == "text")
+        text = "".join(block.text for block in message.content if block.type == "text")
+        return Completion(text, chat_usage(message.usage.model_dump(exclude_none=True)))
 
     async def close(self) -> None:
         if self._client is not None:

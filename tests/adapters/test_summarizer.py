@@ -94,11 +94,13 @@ def summary_body() -> JSON:
     return build_summary_body(prefix, settings=CompactSettings(), model="gpt-4o")
 
 
-async def test_openai_summarizer_sends_the_body_and_returns_the_text(
+async def test_openai_summarizer_sends_the_body_and_returns_the_text_and_usage(
     fake: FakeOpenAI, summarizer: OpenAISummarizer
 ) -> None:
     body = summary_body()
-    assert await summarizer.complete(body, api_key=None) == fake.answer
+    answer = await summarizer.complete(body, api_key=None)
+    assert answer.text == fake.answer
+    assert answer.usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     [(sent, headers)] = fake.received
     assert sent["messages"] == body["messages"] and sent["tools"] == body["tools"]
     assert sent["tool_choice"] == "none" and sent["max_tokens"] == body["max_tokens"]
@@ -148,7 +150,7 @@ async def test_compaction_end_to_end_through_the_openai_summarizer(
     assert "INC-0042" in json.dumps(fake.received[0][0]["messages"])
 
 
-async def test_anthropic_summarizer_translates_and_returns_the_text(
+async def test_anthropic_summarizer_translates_and_returns_the_text_and_usage(
     aiohttp_server: ServerFactory,
 ) -> None:
     fake = FakeAnthropic(api_key="sk-ant-client")
@@ -158,7 +160,10 @@ async def test_anthropic_summarizer_translates_and_returns_the_text(
         base_url=str(server.make_url("")), api_key="sk-ant-configured", timeout_s=2.0
     )
     body = {**summary_body(), "model": "claude-sonnet-4-5"}
-    assert await adapter.complete(body, api_key="sk-ant-client") == "<summary>S</summary>"
+    answer = await adapter.complete(body, api_key="sk-ant-client")
+    assert answer.text == "<summary>S</summary>"
+    assert answer.usage is not None  # the fake's 12 in, 5 out, as chat-completions usage
+    assert (answer.usage["prompt_tokens"], answer.usage["completion_tokens"]) == (12, 5)
     [received] = fake.received
     assert received.headers["x-api-key"] == "sk-ant-client"
     assert received.body["system"][0]["text"] == "sys"
