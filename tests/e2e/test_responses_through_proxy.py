@@ -234,6 +234,29 @@ async def test_a_compaction_trigger_reports_the_summarizers_usage_on_completion(
     assert event["summary_prompt_tokens"] == str(usage["input_tokens"])
 
 
+async def test_an_upstream_that_speaks_only_the_responses_api_summarizes_through_it(
+    make_proxy: MakeProxy,
+) -> None:
+    upstream = await make_upstream("responses", make_proxy, None)  # type: ignore[arg-type]
+    upstream._openai.serves_chat = False
+    upstream.say("Still 8421.")
+    history: list[Any] = [
+        {"role": "user", "content": "Our deploy port is 8421."},
+        {"role": "assistant", "content": "Noted: 8421."},
+    ]
+    async with upstream.client() as client:
+        compacted = await client.responses.compact(model=MODEL, input=history)
+        item = compacted.output[0].model_dump(exclude_none=True)
+        answer = await client.responses.create(
+            model=MODEL, input=[item, {"role": "user", "content": "Which port?"}]
+        )
+    assert compacted.usage.input_tokens > 0 and answer.output_text == "Still 8421."
+    assert "SUMMARY OF EARLIER TURNS" in upstream.text_sent(upstream.requests[-1])
+    assert {r.path for r in upstream._openai.received} == {"/v1/responses"}
+    assert len(upstream._openai.summary_requests) == 1 and len(upstream.requests) == 1
+    assert_all_valid(upstream)
+
+
 async def test_report_usage_client_scales_input_tokens_to_the_full_history(
     make_proxy: MakeProxy,
 ) -> None:
