@@ -172,10 +172,19 @@ class StateStore(
     async def close(self) -> None: ...
 
 
-class Summarizer(Protocol):
-    """One LLM call that returns the text of the model's answer."""
+class Completion(NamedTuple):
+    """A summarizer's answer: its text, and the call's usage in the chat-completions shape
+    (`prompt_tokens`, `completion_tokens`, `prompt_tokens_details`, …; None when the answer
+    reported none)."""
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str: ...
+    text: str
+    usage: JSON | None = None
+
+
+class Summarizer(Protocol):
+    """One LLM call that returns the model's answer (its text and usage)."""
+
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion: ...
 
 
 class WorkspaceSource(Protocol):

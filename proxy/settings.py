@@ -193,7 +193,8 @@ class UpstreamSettings:
     cache_diagnostics: bool = False
     """With `kind = "anthropic"`: ask for the provider's own cache-miss diagnostics (the
     session's previous message id as `diagnostics.previous_message_id`); its reason is recorded
-    beside ctxproxy's. OpenAI's chat completions have no such option."""
+    beside ctxproxy's. OpenAI's chat completions have no such option: true on another kind is
+    refused."""
     default_max_tokens: int = 4096
     max_output_tokens: int | None = None
     """The most output tokens a Messages client's request may ask an OpenAI-compatible upstream
@@ -205,6 +206,12 @@ class UpstreamSettings:
     def __post_init__(self) -> None:
         if self.api == "responses" and self.kind != "openai":
             raise InvalidSetting("api", '"responses" is for kind = "openai" only')
+        if self.cache_diagnostics and self.kind != "anthropic":
+            raise InvalidSetting(
+                "cache_diagnostics",
+                'is for kind = "anthropic" only (an OpenAI-compatible upstream\'s chat '
+                "completions have no cache-miss diagnostics)",
+            )
         if self.max_output_tokens is not None and self.max_output_tokens < 1:
             raise InvalidSetting("max_output_tokens", "must be at least 1")
 

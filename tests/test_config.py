@@ -508,3 +508,19 @@ def test_serve_with_a_malformed_price_table_exits_2_naming_the_key(
     assert main(["serve", "--config", str(write(tmp_path, ""))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "server.prices" in err and "models.'m'" in err
+
+
+def test_cache_diagnostics_on_an_upstream_not_anthropic_is_one_config_error(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, '[upstreams.gw]\nkind = "openai"\ncache_diagnostics = true\n')
+    with pytest.raises(ConfigError) as refused:
+        load_settings(path, environ={})
+    assert str(refused.value) == (
+        f'{path}: upstreams.gw.cache_diagnostics: is for kind = "anthropic" only (an '
+        "OpenAI-compatible upstream's chat completions have no cache-miss diagnostics)"
+    )
+    anthropic = '[upstreams.c]\nkind = "anthropic"\ncache_diagnostics = true\n'
+    assert load_settings(write(tmp_path, anthropic), environ={}).upstreams["c"].cache_diagnostics
+    off = '[upstreams.gw]\nkind = "openai"\ncache_diagnostics = false\n'
+    assert not load_settings(write(tmp_path, off), environ={}).upstreams["gw"].cache_diagnostics

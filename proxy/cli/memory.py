@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -65,6 +66,10 @@ class WrongTenant(Exception):
     """The proxy answered for another tenant than asked: the key is not an admin key."""
 
 
+class ProxyRefused(Exception):
+    """The proxy answered with an error: its status and message."""
+
+
 class HttpFacts:
     """A running proxy's `/v1/ctx/memory`; `key` is a tenant or admin bearer token."""
 
@@ -76,7 +81,9 @@ class HttpFacts:
     async def _call(self, method: str, tenant: str, params: dict[str, str]) -> Any:
         try:
             async with self._http.request(method, self._url, params=params) as response:
-                response.raise_for_status()
+                if response.status >= 400:
+                    said = _message(await response.text())
+                    raise ProxyRefused(f"the proxy answered {response.status}: {said}")
                 found = await response.json()
         except aiohttp.ClientConnectorError as exc:  # named by its address, not aiohttp's text
             raise ConnectionError(unreachable(self._url, exc, what="proxy")) from exc
@@ -98,6 +105,15 @@ class HttpFacts:
 
     async def close(self) -> None:
         await self._http.close()
+
+
+def _message(text: str) -> str:
+    """The message of an error body in the OpenAI shape, else the body as it came."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        return text.strip()[:200]
+    return str(error.get("message")) if isinstance(error, dict) else text.strip()[:200]
 
 
 def open_facts(args: argparse.Namespace, *, environ: Mapping[str, str]) -> FactSource:
@@ -146,7 +162,7 @@ def run_memory(args: argparse.Namespace) -> int:
 
     try:
         return asyncio.run(main())
-    except WrongTenant as exc:
+    except (WrongTenant, ProxyRefused) as exc:
         print(f"ctxproxy memory: {exc}", file=sys.stderr)
         return 2
     except (StoreUnavailable, aiohttp.ClientError, OSError) as exc:

@@ -29,7 +29,7 @@ from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import worth_compacting
 from proxy.compaction.stored import json_chars, stored_compaction
 from proxy.compaction.writeback import Learned, MemoryWriter
-from proxy.ports import CompactionStore, Summarizer
+from proxy.ports import CompactionStore, Completion, Summarizer
 from proxy.types import Message, StoredCompaction
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,8 @@ class Compactor:
             return _outcome(job, "failed", "archive")
         summary, reason, answer = await summarize(job, plan, summarizer)
         if not summary:
-            return _learned(_outcome(job, "failed", reason), await self._learn(job, answer))
+            failed = _outcome(job, "failed", reason)
+            return _learned(failed, await self._learn(job, answer), answer)
         messages = compacted_history(job, plan, covers, summary)
         compaction = stored_compaction(
             job.client_history,
@@ -120,7 +121,7 @@ class Compactor:
         outcome, learned = await asyncio.gather(
             self._save(job, messages, compaction, token), self._learn(job, answer)
         )
-        outcome = _learned(outcome, learned)
+        outcome = _learned(outcome, learned, answer)
         if outcome.status != "done":
             return outcome
         summarized, kept = job.working[: plan.split], len(job.working) - plan.split
@@ -150,14 +151,14 @@ class Compactor:
         summary, reason, answer = await summarize(job, plan, summarizer)
         learned = await self._learn(job, answer)
         if not summary:
-            return _learned(_outcome(job, "failed", reason), learned)
+            return _learned(_outcome(job, "failed", reason), learned, answer)
         messages = compacted_history(job, plan, len(job.client_history), summary)
-        return _learned(CompactionOutcome("done", "compacted", tuple(messages)), learned)
+        return _learned(CompactionOutcome("done", "compacted", tuple(messages)), learned, answer)
 
-    async def _learn(self, job: CompactionJob, answer: str | None) -> Learned:
+    async def _learn(self, job: CompactionJob, answer: Completion | None) -> Learned:
         if self._memory is None:
             return Learned()
-        return await self._memory.learn(job, answer)
+        return await self._memory.learn(job, None if answer is None else answer.text or "")
 
     async def _archive(self, job: CompactionJob) -> str | None:
         """Archive the full history as the client sent it, before anything is dropped: the
@@ -235,7 +236,7 @@ class Compactor:
 
 async def summarize(
     job: CompactionJob, plan: CompactionPlan, summarizer: Summarizer
-) -> tuple[str, str, str | None]:
+) -> tuple[str, str, Completion | None]:
     """The summary text, or "" and why not (`render`, `timeout`, `summarizer`,
     `empty_summary`); and the answer it was read from (None when there was none)."""
     settings, model, memory = job.settings, job.model, job.memory is not None
@@ -255,14 +256,14 @@ async def summarize(
         return "", "render", None
     try:
         async with asyncio.timeout(settings.timeout_s):
-            text = await summarizer.complete(body, api_key=job.api_key)
+            answer = await summarizer.complete(body, api_key=job.api_key)
     except TimeoutError:
         return "", "timeout", None
     except Exception as exc:
         log.warning("summarizer failed: %s", type(exc).__name__)
         return "", "summarizer", None
-    summary = prompt.extract_summary(text or "")
-    return summary, "" if summary else "empty_summary", text or ""
+    summary = prompt.extract_summary(answer.text or "")
+    return summary, "" if summary else "empty_summary", answer
 
 
 def compacted_history(
@@ -283,10 +284,14 @@ def compacted_history(
     )
 
 
-def _learned(outcome: CompactionOutcome, learned: Learned) -> CompactionOutcome:
-    if not learned.outcome:
+def _learned(
+    outcome: CompactionOutcome, learned: Learned, answer: Completion | None
+) -> CompactionOutcome:
+    """`outcome` with what became of the answer's facts, and the summarizer call's usage."""
+    usage = answer.usage if answer is not None else None
+    if not learned.outcome and usage is None:
         return outcome
-    return replace(outcome, memory=learned.outcome, facts_added=learned.added)
+    return replace(outcome, memory=learned.outcome, facts_added=learned.added, usage=usage)
 
 
 def _outcome(job: CompactionJob, status: Status, reason: str) -> CompactionOutcome:

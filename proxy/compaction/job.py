@@ -30,7 +30,8 @@ class CompactionOutcome:
     no earlier summary held (`proxy.compaction.plan.folded_chars`).
     `skipped` / `failed` (with a `reason`, never content): `messages` is the working history.
     `memory`: what became of the facts the summarizer was asked for (`proxy.compaction.writeback`;
-    "" when none were asked for), `facts_added` how many were new."""
+    "" when none were asked for), `facts_added` how many were new. `usage`: the summarizer
+    call's, in the chat-completions shape, when it answered with one."""
 
     status: Status
     reason: str
@@ -40,6 +41,7 @@ class CompactionOutcome:
     folded_chars: int = 0
     memory: str = ""
     facts_added: int = 0
+    usage: JSON | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,13 @@ class FactLedger:
         self._facts.pop("", None)
         self.lines: tuple[str, ...] = tuple(self._facts.values())
 
+    def copy(self) -> FactLedger:
+        """A ledger holding the same lines (the same tuple), changed apart from this one."""
+        twin = FactLedger()
+        twin._facts = dict(self._facts)
+        twin.lines = self.lines
+        return twin
+
     def add(self, lines: Iterable[str], *, max_lines: int) -> int:
         """Append the lines whose text is new, then drop the oldest past `max_lines`; how many
         were appended (a line dropped at once by the cap counts)."""

@@ -15,7 +15,11 @@ import aiohttp
 
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.redis.store import RedisStore
-from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.adapters.summarizer import (
+    AnthropicSummarizer,
+    OpenAIResponsesSummarizer,
+    OpenAISummarizer,
+)
 from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
 from proxy.adapters.upstream.openai_chat import OpenAIUpstream
 from proxy.adapters.upstream.transport import timeouts_of
@@ -104,8 +108,13 @@ def make_responses_upstream(
 
 
 def make_summarizer(upstream: UpstreamSettings, *, via: str | None = None) -> Summarizer:
-    """`via`: as for `make_upstream`."""
-    kind = AnthropicSummarizer if upstream.kind == "anthropic" else OpenAISummarizer
+    """Through the API the upstream speaks (`api = "responses"`: `/responses`, which a server
+    may speak alone); `via`: as for `make_upstream`."""
+    kind: type[AnthropicSummarizer | OpenAISummarizer] = OpenAISummarizer
+    if upstream.kind == "anthropic":
+        kind = AnthropicSummarizer
+    elif upstream.api == "responses":
+        kind = OpenAIResponsesSummarizer
     return kind(
         base_url=upstream.base_url, api_key=upstream.api_key, timeout_s=upstream.timeout_s, via=via
     )

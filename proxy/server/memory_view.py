@@ -5,14 +5,15 @@
 `session`, else the tenant's. `GET` answers `{"tenant", "session", "scope", "enabled",
 "max_lines", "facts": ["- YYYY-MM-DD: …", …]}` (oldest first); `DELETE` removes the facts whose
 line holds `pattern` (ignoring case) and answers `{"forgotten": n}`. While the store is down
-both answer 503.
+both answer 503; when the embedded store cannot write the facts file, `DELETE` answers 500
+`memory_write_failed` and nothing is forgotten (neither in memory nor on disk).
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from proxy.errors import BadRequest, NotFound, StoreUnavailable
+from proxy.errors import BadRequest, CtxProxyError, NotFound, StoreUnavailable
 from proxy.identity import SAFE_ID
 from proxy.memory.ledger import MemorySettings
 from proxy.server.appkeys import SETTINGS, STORE, caller_of
@@ -61,4 +62,10 @@ async def forget_memory(request: web.Request) -> web.Response:
         forgotten = await request.app[STORE].forget_facts(tenant, owner, pattern)
     except StoreUnavailable as exc:
         raise StoreUnavailable("The memory store is unavailable; try again shortly.") from exc
+    except OSError as exc:  # the embedded store's file (the path is logged, not told)
+        message = (
+            f"The facts file could not be written ({type(exc).__name__}); nothing was "
+            "forgotten. Make the workspace's memory folder writable and try again."
+        )
+        raise CtxProxyError(message, code="memory_write_failed") from exc
     return web.json_response({"forgotten": forgotten})

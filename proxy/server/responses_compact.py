@@ -5,7 +5,10 @@ Either way the conversation (expanded: `previous_response_id`, earlier compactio
 summarized by ctxproxy's own summarizer, whatever the upstream (`ContextEngine.summarize_all`:
 the stages before compaction, then one summarizer call), the summary kept in the store, and the
 answer holds exactly one `compaction` item whose `encrypted_content` is a handle to it, signed
-and bound to the tenant and the conversation it covers (`Records.keep_summary`):
+and bound to the tenant and the conversation it covers (`Records.keep_summary`), and the
+summarizer call's usage (the Responses API's `usage`: what the compaction cost). Each is
+counted in `ctxproxy_compactions_total` and written as a `kind=compaction` event (`client`:
+`compact` or `trigger`), as the compactions of other requests are:
 
     /v1/responses/compact        a `response.compaction` object, JSON
     a trigger, streamed          the Response's whole event sequence, ending with
@@ -22,6 +25,7 @@ import time
 
 from aiohttp import web
 
+from proxy.compaction.job import CompactionOutcome
 from proxy.errors import CtxProxyError
 from proxy.history import prefix_hashes
 from proxy.inbound.responses_compaction import (
@@ -44,7 +48,7 @@ from proxy.server.responses_body import (
 )
 from proxy.server.responses_records import Records
 from proxy.server.responses_relay import end_with_error
-from proxy.types import JSON
+from proxy.types import JSON, Turn
 
 
 class CompactionFailed(CtxProxyError):
@@ -76,24 +80,15 @@ async def answer_compaction(
 ) -> web.StreamResponse:
     """Summarize `conversation` and answer with its one compaction item (module docstring);
     `sent_body` is the request as the client sent it (the Response echoes it)."""
-    services = request[SCOPE].services
     summaries = await records.summaries(conversation)
     internal, _ = responses_to_internal(conversation, summaries=summaries)
     turn = await responses_turn(request, caller.tenant, conversation, internal, marked=False)
-    tenant = services.settings.tenants[caller.tenant]
-    api_key = caller.token if tenant.forward_client_key else None
     stream = bool(sent_body.get("stream")) and not endpoint
     headers = {"X-Ctx-Session": turn.session}
     keepalive = KeepAlive(request, headers) if stream else None
     try:
-        if keepalive is not None:
-            keepalive.start()
-        try:
-            outcome = await services.engine.summarize_all(turn, api_key=api_key)
-        finally:
-            early = await keepalive.stop() if keepalive is not None else None
-        if outcome.status != "done":
-            raise CompactionFailed(f"The conversation could not be summarized: {outcome.reason}.")
+        asked = "compact" if endpoint else "trigger"
+        outcome, early = await _summarized(request, caller, turn, keepalive, asked=asked)
         covered = prefix_hashes(internal["messages"], salt=f"responses:{caller.tenant}")[-1]
         handle = await records.keep_summary(outcome.messages, prefix_hash=covered)
     except CtxProxyError as exc:
@@ -101,19 +96,54 @@ async def answer_compaction(
             raise
         await end_with_error(keepalive.response, exc.to_body())
         return keepalive.response
-    response_id = response_id_for(request[SCOPE].id)
-    item = compaction_item(handle, response_id=response_id)
-    created_at = int(time.time())
     headers["X-Ctx-Compacted"] = "1"
-    if endpoint:
-        answer = compacted_response(item=item, response_id=response_id, created_at=created_at)
-        return web.json_response(answer, headers=headers)
-    answer = compaction_response(
-        sent_body, item=item, response_id=response_id, created_at=created_at
-    )
+    answer = _answer(request, sent_body, handle, outcome.usage, endpoint=endpoint)
     if not stream:
         return web.json_response(answer, headers=headers)
     response = early or web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
     await start_client_response(response, request)
     await write_to_client(response, replay_response(answer), end=True)
     return response
+
+
+async def _summarized(
+    request: web.Request, caller: Caller, turn: Turn, keepalive: KeepAlive | None, *, asked: str
+) -> tuple[CompactionOutcome, web.StreamResponse | None]:
+    """The summarizer's outcome (the keep-alive running meanwhile, when given) and the early
+    response the keep-alive started, if it did; counted and evented like other compactions
+    (`asked`: `compact` or `trigger`). Raises `CompactionFailed` when no summary came."""
+    services = request[SCOPE].services
+    forward = services.settings.tenants[caller.tenant].forward_client_key
+    if keepalive is not None:
+        keepalive.start()
+    try:
+        outcome = await services.engine.summarize_all(
+            turn, api_key=caller.token if forward else None
+        )
+    finally:
+        early = await keepalive.stop() if keepalive is not None else None
+    services.metrics.count_compaction(caller.tenant, outcome)
+    event = services.events.on_client_compaction(
+        caller.tenant, turn.session, outcome, asked=asked, model=turn.model
+    )
+    services.lifecycle.spawn(event)
+    if outcome.status != "done":
+        raise CompactionFailed(f"The conversation could not be summarized: {outcome.reason}.")
+    return outcome, early
+
+
+def _answer(
+    request: web.Request, sent_body: JSON, handle: str, usage: JSON | None, *, endpoint: bool
+) -> JSON:
+    """The `response.compaction` object (`endpoint`), else the Response, holding the one
+    compaction item for `handle` and the summarizer call's `usage`."""
+    response_id = response_id_for(request[SCOPE].id)
+    item = compaction_item(handle, response_id=response_id)
+    created_at = int(time.time())
+    if endpoint:
+        return compacted_response(
+            item=item, response_id=response_id, created_at=created_at, usage=usage
+        )
+    return compaction_response(
+        sent_body, item=item, response_id=response_id, created_at=created_at, usage=usage
+    )

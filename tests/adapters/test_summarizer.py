@@ -16,7 +16,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from proxy.adapters.memory.store import MemoryStore
-from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer
+from proxy.adapters.summarizer import (
+    AnthropicSummarizer,
+    OpenAIResponsesSummarizer,
+    OpenAISummarizer,
+)
 from proxy.compaction.compactor import Compactor
 from proxy.compaction.plan import SUMMARY_PREFIX
 from proxy.compaction.policy import CompactSettings
@@ -24,6 +28,7 @@ from proxy.compaction.prompt import build_summary_body
 from proxy.content import body_with_messages
 from tests.factories import assistant, compaction_job, draft, exchange, system, user
 from tests.fakes.anthropic_upstream import FakeAnthropic, text
+from tests.fakes.openai_upstream import FakeOpenAI as FakeUpstream
 
 JSON = dict[str, Any]
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -94,11 +99,13 @@ def summary_body() -> JSON:
     return build_summary_body(prefix, settings=CompactSettings(), model="gpt-4o")
 
 
-async def test_openai_summarizer_sends_the_body_and_returns_the_text(
+async def test_openai_summarizer_sends_the_body_and_returns_the_text_and_usage(
     fake: FakeOpenAI, summarizer: OpenAISummarizer
 ) -> None:
     body = summary_body()
-    assert await summarizer.complete(body, api_key=None) == fake.answer
+    answer = await summarizer.complete(body, api_key=None)
+    assert answer.text == fake.answer
+    assert answer.usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     [(sent, headers)] = fake.received
     assert sent["messages"] == body["messages"] and sent["tools"] == body["tools"]
     assert sent["tool_choice"] == "none" and sent["max_tokens"] == body["max_tokens"]
@@ -148,7 +155,34 @@ async def test_compaction_end_to_end_through_the_openai_summarizer(
     assert "INC-0042" in json.dumps(fake.received[0][0]["messages"])
 
 
-async def test_anthropic_summarizer_translates_and_returns_the_text(
+async def test_responses_summarizer_needs_only_the_responses_api(
+    aiohttp_server: ServerFactory,
+) -> None:
+    fake = FakeUpstream()
+    fake.serves_chat = False  # a server that speaks only /responses
+    server = await aiohttp_server(fake.app())
+    adapter = OpenAIResponsesSummarizer(
+        base_url=str(server.make_url("/v1")), api_key="sk-configured", timeout_s=2.0
+    )
+    body = summary_body()
+    answer = await adapter.complete(body, api_key="sk-client")
+    await adapter.close()
+    assert answer.text == fake.summary_text
+    assert answer.usage is not None and answer.usage["prompt_tokens"] > 0
+    assert answer.usage["completion_tokens"] == 7
+    [received] = fake.summary_requests
+    sent = received.body
+    assert (
+        received.path == "/v1/responses" and received.headers["Authorization"] == "Bearer sk-client"
+    )
+    assert sent["instructions"] == "sys" and sent["store"] is False and not sent.get("stream")
+    assert sent["tool_choice"] == "none" and sent["tools"][0]["name"] == "bash"
+    assert sent["input"][0]["content"][0]["text"] == "the bucket is s3://acme-logs"
+    assert sent["input"][-1]["content"][0]["text"] == body["messages"][-1]["content"]
+    assert sent["max_output_tokens"] == body.get("max_tokens", body.get("max_completion_tokens"))
+
+
+async def test_anthropic_summarizer_translates_and_returns_the_text_and_usage(
     aiohttp_server: ServerFactory,
 ) -> None:
     fake = FakeAnthropic(api_key="sk-ant-client")
@@ -158,7 +192,10 @@ async def test_anthropic_summarizer_translates_and_returns_the_text(
         base_url=str(server.make_url("")), api_key="sk-ant-configured", timeout_s=2.0
     )
     body = {**summary_body(), "model": "claude-sonnet-4-5"}
-    assert await adapter.complete(body, api_key="sk-ant-client") == "<summary>S</summary>"
+    answer = await adapter.complete(body, api_key="sk-ant-client")
+    assert answer.text == "<summary>S</summary>"
+    assert answer.usage is not None  # the fake's 12 in, 5 out, as chat-completions usage
+    assert (answer.usage["prompt_tokens"], answer.usage["completion_tokens"]) == (12, 5)
     [received] = fake.received
     assert received.headers["x-api-key"] == "sk-ant-client"
     assert received.body["system"][0]["text"] == "sys"
@@ -235,9 +272,11 @@ def test_serving_does_not_load_the_sdks_until_a_summary_is_asked_for() -> None:
     script = (
         "import sys\n"
         "from proxy.adapters.summarizer import AnthropicSummarizer, OpenAISummarizer\n"
+        "from proxy.adapters.summarizer import OpenAIResponsesSummarizer\n"
         "import proxy.cli.main, proxy.server.app\n"
         "OpenAISummarizer(base_url='http://127.0.0.1:9/v1', api_key='k')\n"
         "AnthropicSummarizer(base_url='http://127.0.0.1:9', api_key='k')\n"
+        "OpenAIResponsesSummarizer(base_url='http://127.0.0.1:9/v1', api_key='k')\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'pydantic') if m in sys.modules))\n"
     )
     assert fresh_python(script).strip() == "[]"

@@ -19,6 +19,7 @@ from proxy.compaction.policy import CompactSettings
 from proxy.compaction.stored import json_chars, run
 from proxy.content import body_with_messages
 from proxy.errors import StoreUnavailable
+from proxy.ports import Completion
 from proxy.types import JSON, Draft, Message, SessionState, StageReport, StoredCompaction
 from tests.factories import (
     assistant,
@@ -44,15 +45,16 @@ class ScriptedSummarizer:
         self.gate: asyncio.Event | None = None
         self.delay = 0.0
         self.started = asyncio.Event()
+        self.usage: JSON | None = None
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
         self.bodies.append(body)
         self.keys.append(api_key)
         self.started.set()
         if self.gate is not None:
             await self.gate.wait()
         await asyncio.sleep(self.delay)
-        return self.answer
+        return Completion(self.answer, self.usage)
 
 
 class FailingArchive(MemoryStore):
@@ -189,7 +191,7 @@ async def test_a_slow_or_empty_summarizer_leaves_nothing_stored(
 
 async def test_a_raising_summarizer_leaves_nothing_stored() -> None:
     class Broken(ScriptedSummarizer):
-        async def complete(self, body: JSON, *, api_key: str | None) -> str:
+        async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
             raise ConnectionError("upstream down")
 
     compactor, store, _ = make(summarizer=Broken())
@@ -215,10 +217,10 @@ async def test_a_stale_lock_holders_save_is_refused() -> None:
     store = MemoryStore(clock=lambda: now[0])
 
     class Stalling(ScriptedSummarizer):
-        async def complete(self, body: JSON, *, api_key: str | None) -> str:
+        async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
             now[0] += 5  # the lock (1 s) expires while we wait; another replica takes it
             assert await store.acquire_lock("default", "s1", ttl_ms=60_000) is not None
-            return "<summary>late</summary>"
+            return Completion("<summary>late</summary>")
 
     compactor, store, _ = make(store, summarizer=Stalling(), lock_ttl_ms=1000)
     outcome = await request(compactor, store, conversation(3))
@@ -246,6 +248,18 @@ async def test_a_done_compaction_reports_what_it_saved_and_what_it_folded_in() -
     assert outcome.folded_chars == json_chars(history[1:-4])  # the task stays: not folded
     summary = [history[0], user(SUMMARY_PREFIX + "S")]
     assert outcome.saved_chars == json_chars(history[:-4]) - json_chars(summary)
+
+
+async def test_an_outcome_carries_the_summarizers_usage_whether_or_not_it_summarized() -> None:
+    compactor, _, summarizer = make()
+    summarizer.usage = {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129}
+    outcome = await compactor.run(job_for(conversation(3)))
+    assert (outcome.status, outcome.usage) == ("done", summarizer.usage)
+    summarizer.answer = ""
+    outcome = await make(summarizer=summarizer)[0].run(job_for(conversation(3)))
+    assert (outcome.reason, outcome.usage) == ("empty_summary", summarizer.usage)
+    summarizer.usage = None
+    assert (await make(summarizer=summarizer)[0].run(job_for(conversation(3)))).usage is None
 
 
 async def test_a_compaction_that_cannot_save_five_percent_is_skipped_unless_forced() -> None:

@@ -16,6 +16,7 @@ from proxy.compaction.policy import CompactSettings
 from proxy.compaction.writeback import MemoryWriter
 from proxy.memory.block import MEMORY_INSTRUCTION
 from proxy.memory.ledger import MemorySettings
+from proxy.ports import Completion
 from proxy.types import JSON
 from tests.compaction.test_compactor import SYSTEM, ScriptedSummarizer, conversation, prefix_body
 from tests.factories import compaction_job, draft, user
@@ -70,7 +71,7 @@ async def test_facts_are_kept_even_when_the_summary_is_unusable() -> None:
 
 async def test_a_failing_summarizer_answers_no_facts() -> None:
     class Broken(ScriptedSummarizer):
-        async def complete(self, body: JSON, *, api_key: str | None) -> str:
+        async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
             raise ConnectionError("down")
 
     compactor, _, _ = make(summarizer=Broken())

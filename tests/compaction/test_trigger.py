@@ -10,6 +10,7 @@ from proxy.compaction.compactor import Compactor
 from proxy.compaction.job import CompactionJob, CompactionOutcome
 from proxy.compaction.policy import CompactSettings
 from proxy.compaction.trigger import CompactionTrigger
+from proxy.ports import Completion
 from proxy.types import JSON, Message
 from tests.factories import assistant, compaction_job, draft, exchange, system, turn, user
 
@@ -31,11 +32,11 @@ class Summarizer:
         self.calls = 0
         self.gate: asyncio.Event | None = None
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
         self.calls += 1
         if self.gate is not None:
             await self.gate.wait()
-        return "<summary>S</summary>"
+        return Completion("<summary>S</summary>")
 
 
 def prefix_body(messages: Sequence[Message]) -> JSON:

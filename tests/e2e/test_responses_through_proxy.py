@@ -20,6 +20,7 @@ from tests.e2e.responses_upstreams import KINDS, Upstream, make_upstream
 from tests.fakes.openai_upstream import Reply
 from tests.inbound.responses_builders import events_of
 from tests.server.conftest import MakeProxy
+from tests.server.observe.test_metrics import scrape, value
 
 JSON = dict[str, Any]
 MODEL = "gpt-5"
@@ -159,6 +160,100 @@ async def test_compact_returns_one_item_that_later_requests_expand_to_the_summar
     assert refused.value.code == "invalid_encrypted_content"
     assert "forged or tampered" in refused.value.message
     assert len(upstream.requests) == 1
+    assert_all_valid(upstream)
+
+
+async def compaction_events(upstream: Upstream) -> list[JSON]:
+    await settled(upstream.proxy.app)
+    found = await upstream.proxy.app[STORE].read_events("0-0", block_ms=0, count=100)
+    return [fields for _, fields in found if fields["kind"] == "compaction"]
+
+
+async def test_a_compaction_reports_the_summarizers_usage_and_is_counted_like_others(
+    upstream: Upstream,
+) -> None:
+    history: list[Any] = [
+        {"role": "user", "content": "Our deploy port is 8421."},
+        {"role": "assistant", "content": "Noted: 8421."},
+    ]
+    upstream.summarizes()
+    async with upstream.client() as client:
+        compacted = await client.responses.compact(model=MODEL, input=history)
+    usage = compacted.usage
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    [event] = await compaction_events(upstream)
+    assert (event["outcome"], event["reason"], event["client"]) == ("done", "compacted", "compact")
+    assert event["summary_prompt_tokens"] == str(usage.input_tokens)
+    assert event["summary_completion_tokens"] == str(usage.output_tokens)
+    samples = await scrape(upstream.proxy)  # type: ignore[arg-type]
+    done = {"tenant": "default", "outcome": "done", "reason": "compacted"}
+    assert value(samples, "ctxproxy_compactions_total", **done) == 1
+
+
+async def test_a_failed_compaction_is_a_502_counted_by_its_reason(make_proxy: MakeProxy) -> None:
+    upstream = await make_upstream("chat", make_proxy, None)  # type: ignore[arg-type]
+    upstream._openai.summary_status = 500
+    async with upstream.client() as client:
+        with pytest.raises(openai.APIStatusError) as failed:
+            await client.responses.compact(model=MODEL, input="Our deploy port is 8421.")
+    assert failed.value.status_code == 502
+    [event] = await compaction_events(upstream)
+    assert (event["outcome"], event["reason"]) == ("failed", "summarizer")
+    samples = await scrape(upstream.proxy)  # type: ignore[arg-type]
+    labels = {"tenant": "default", "outcome": "failed", "reason": "summarizer"}
+    assert value(samples, "ctxproxy_compactions_total", **labels) == 1
+    assert value(samples, "ctxproxy_summarizer_failures_total", tenant="default",
+                 reason="summarizer") == 1  # fmt: skip
+
+
+async def test_a_compaction_trigger_reports_the_summarizers_usage_on_completion(
+    upstream: Upstream,
+) -> None:
+    upstream.summarizes()
+    body = {
+        "model": MODEL,
+        "stream": True,
+        "input": [
+            {"role": "user", "content": "Our deploy port is 8421."},
+            {"role": "assistant", "content": "Noted: 8421."},
+            {"type": "compaction_trigger"},
+        ],
+    }
+    url = upstream.proxy.server.make_url("/v1/responses")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, json=body, headers={"Authorization": "Bearer sk-client"}) as answer,
+    ):
+        events = events_of(await answer.read())
+    assert events[-1]["type"] == "response.completed"
+    usage = events[-1]["response"]["usage"]
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    [event] = await compaction_events(upstream)
+    assert event["client"] == "trigger"
+    assert event["summary_prompt_tokens"] == str(usage["input_tokens"])
+
+
+async def test_an_upstream_that_speaks_only_the_responses_api_summarizes_through_it(
+    make_proxy: MakeProxy,
+) -> None:
+    upstream = await make_upstream("responses", make_proxy, None)  # type: ignore[arg-type]
+    upstream._openai.serves_chat = False
+    upstream.say("Still 8421.")
+    history: list[Any] = [
+        {"role": "user", "content": "Our deploy port is 8421."},
+        {"role": "assistant", "content": "Noted: 8421."},
+    ]
+    async with upstream.client() as client:
+        compacted = await client.responses.compact(model=MODEL, input=history)
+        item = compacted.output[0].model_dump(exclude_none=True)
+        answer = await client.responses.create(
+            model=MODEL, input=[item, {"role": "user", "content": "Which port?"}]
+        )
+    assert compacted.usage.input_tokens > 0 and answer.output_text == "Still 8421."
+    assert "SUMMARY OF EARLIER TURNS" in upstream.text_sent(upstream.requests[-1])
+    assert {r.path for r in upstream._openai.received} == {"/v1/responses"}
+    assert len(upstream._openai.summary_requests) == 1 and len(upstream.requests) == 1
     assert_all_valid(upstream)
 
 

@@ -8,7 +8,8 @@ API streams them: a first delta with the call's index, id and name, then argumen
 under the same index.
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
 answered with `summary_text` (or with a `summary_status` error, to play a failing summarizer)
-and recorded in `summary_requests` as well.
+and recorded in `summary_requests` as well — on either route. With `serves_chat = False` it
+plays a server that speaks only the Responses API (`/v1/chat/completions` answers 404).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class FakeOpenAI:
             "<analysis>checked</analysis><summary>SUMMARY OF EARLIER TURNS</summary>"
         )
         self.summary_status = 200
+        self.serves_chat = True
         self.cancelled: list[float] = []
         self.served: dict[str, dict[str, Any]] = {}
         """Responses this fake served (`/v1/responses`), by id, for `previous_response_id`."""
@@ -96,6 +98,8 @@ class FakeOpenAI:
         body = orjson.loads(raw)
         received = Received(request.path, dict(request.headers), body, time.monotonic(), raw)
         self.received.append(received)
+        if not self.serves_chat:
+            return web.json_response({"error": {"message": "Not found"}}, status=404)
         if _is_summary_call(body):
             self.summary_requests.append(received)
             if self.summary_status != 200:
@@ -176,10 +180,13 @@ class FakeOpenAI:
     async def responses(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         body = orjson.loads(raw)
-        self.received.append(
-            Received(request.path, dict(request.headers), body, time.monotonic(), raw)
-        )
-        reply = self.script.popleft() if self.script else self.default
+        received = Received(request.path, dict(request.headers), body, time.monotonic(), raw)
+        self.received.append(received)
+        if _is_summary_call({"messages": [_as_message(item) for item in body.get("input") or []]}):
+            self.summary_requests.append(received)
+            reply = Reply(status=self.summary_status, content=self.summary_text)
+        else:
+            reply = self.script.popleft() if self.script else self.default
         return await responses_answer(request, body, reply, self.served, usage=_usage)
 
     async def models(self, request: web.Request) -> web.Response:
@@ -214,6 +221,16 @@ def _is_summary_call(body: dict[str, Any]) -> bool:
         and content.startswith("Summarize the conversation ")
         and "<summary>" in content
     )
+
+
+def _as_message(item: Any) -> dict[str, Any]:
+    """A Responses input item as a chat message, enough for `_is_summary_call`."""
+    if not isinstance(item, dict) or item.get("type", "message") != "message":
+        return {}
+    content = item.get("content")
+    if isinstance(content, list):
+        content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return {"role": item.get("role"), "content": content}
 
 
 def estimate_prompt_tokens(body: dict[str, Any]) -> int:

@@ -32,7 +32,7 @@ from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import build_stack, draft_from_body
 from proxy.memory.fact import fact_key
 from proxy.memory.ledger import MemorySettings
-from proxy.ports import StateStore
+from proxy.ports import Completion, StateStore
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.types import JSON, Message
 from proxy.usage import Usage
@@ -111,7 +111,7 @@ class FaultySummarizer:
         self._cases = {f"[case-{c.index}]": c for c in cases}
         self.calls = 0
 
-    async def complete(self, body: JSON, *, api_key: str | None) -> str:
+    async def complete(self, body: JSON, *, api_key: str | None) -> Completion:
         self.calls += 1
         first = next(m["content"] for m in body["messages"] if m.get("role") == "user")
         case = self._cases[first.split(" ", 1)[0]]
@@ -120,7 +120,7 @@ class FaultySummarizer:
             raise ConnectionError("summarizer down")
         if case.kind == "timeout":
             await asyncio.sleep(TIMEOUT_S * 20)
-        return case.answer
+        return Completion(case.answer)
 
 
 @dataclass

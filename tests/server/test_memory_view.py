@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from proxy.cli.memory import HttpFacts, WrongTenant
+from proxy.cli.memory import HttpFacts, ProxyRefused, WrongTenant
 from proxy.server.appkeys import STORE
 from proxy.server.keys import digest
 from tests.redis_server import free_port
@@ -108,3 +108,29 @@ async def test_the_view_answers_503_while_redis_is_down(make_proxy: MakeProxy) -
     proxy = await make_proxy(store_url=f"redis://127.0.0.1:{free_port()}/0")
     status, body = await call(proxy, "GET", "k")
     assert status == 503 and body["error"]["code"] == "store_unavailable"
+
+
+async def test_a_forget_the_workspace_cannot_keep_answers_an_error_and_forgets_nothing(
+    proxy: Proxy,
+) -> None:
+    blocker = proxy.workspace / "memory" / "learned.md.tmp"  # the file cannot be replaced
+    blocker.mkdir(parents=True)
+    status, body = await call(proxy, "DELETE", "team-key", pattern="gravel")
+    assert status == 500
+    assert body["error"]["code"] == "memory_write_failed"
+    assert "nothing was forgotten" in body["error"]["message"]
+    assert str(proxy.workspace) not in body["error"]["message"]  # no server path to a tenant
+    assert (await call(proxy, "GET", "team-key"))[1]["facts"] == list(FACTS)
+    blocker.rmdir()
+    assert await call(proxy, "DELETE", "team-key", pattern="gravel") == (200, {"forgotten": 1})
+    assert "gravel" not in (proxy.workspace / "memory" / "learned.md").read_text()
+
+
+async def test_the_cli_says_what_the_proxy_answered_when_a_forget_fails(proxy: Proxy) -> None:
+    (proxy.workspace / "memory" / "learned.md.tmp").mkdir(parents=True)
+    source = HttpFacts(str(proxy.server.make_url("/v1")), key="team-key")
+    try:
+        with pytest.raises(ProxyRefused, match=r"500.*nothing was forgotten"):
+            await source.forget("default", None, "gravel")
+    finally:
+        await source.close()

@@ -45,7 +45,7 @@ class MemoryStore:
         self._sessions = SessionTable(ttl_s=session_ttl_s, now=clock())
         self._outputs = MemoryOutputs(ttl_s=session_ttl_s, max_chars=max_output_chars)
         self._ring = EventRing(maxlen=events_max)
-        self._facts = FactFiles(facts_dir_for)
+        self._facts = FactFiles(facts_dir_for, session_ttl_s=session_ttl_s)
         self._records = MemoryRecords(ttl_s=session_ttl_s)
         self._secret: bytes | None = None
 

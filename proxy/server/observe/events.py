@@ -19,6 +19,7 @@ from proxy.errors import StoreUnavailable
 from proxy.ports import EventStore
 from proxy.server.observe.stage_tokens import stage_tokens
 from proxy.server.observe.trace import Bill, Trace
+from proxy.usage import usage_from
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +114,15 @@ def compaction_event(trace: Trace, *, now: float) -> dict[str, str] | None:
 
 
 def _with_compaction(event: dict[str, str], outcome: CompactionOutcome) -> dict[str, str]:
-    """What the compaction covered, and the facts it learned (when it was asked for some)."""
+    """What the compaction covered, the summarizer call's tokens (when it reported them), and
+    the facts it learned (when it was asked for some)."""
     if outcome.compaction is not None:
         event["covers"] = str(outcome.compaction.covers)
+    usage = usage_from({"usage": outcome.usage})
+    if usage is not None:
+        event["summary_prompt_tokens"] = str(usage.prompt_tokens)
+        event["summary_cached_tokens"] = str(usage.cached_tokens)
+        event["summary_completion_tokens"] = str(usage.completion_tokens)
     if outcome.memory:
         event["memory"] = outcome.memory
         event["facts_added"] = str(outcome.facts_added)
@@ -161,6 +168,13 @@ class EventEmitter:
         """Emit the event of a background compaction (the engine's `on_background` hook)."""
         await self._emit(background_compaction_event(tenant, session, outcome, now=self._clock()))
 
+    async def on_client_compaction(
+        self, tenant: str, session: str, outcome: CompactionOutcome, *, asked: str, model: str
+    ) -> None:
+        """Emit the event of a compaction a client asked for (`client_compaction_event`)."""
+        event = client_compaction_event(tenant, session, outcome, asked=asked, model=model)
+        await self._emit({**event, "ts": f"{self._clock():.3f}"})
+
     async def _emit(self, event: dict[str, str]) -> None:
         try:
             await self._store_of().emit_event(event)
@@ -190,6 +204,25 @@ def background_compaction_event(
         "outcome": outcome.status,
         "reason": outcome.reason,
         "background": "1",
+        "messages_out": str(len(outcome.messages)),
+    }
+    return _with_compaction(event, outcome)
+
+
+def client_compaction_event(
+    tenant: str, session: str, outcome: CompactionOutcome, *, asked: str, model: str
+) -> dict[str, str]:
+    """The `kind=compaction` entry of a compaction a client asked for itself (the Responses
+    API's): `client` is `compact` (`/v1/responses/compact`) or `trigger` (a request ending with
+    a `compaction_trigger` item). No `ts`: the emitter stamps it."""
+    event = {
+        "kind": "compaction",
+        "tenant": tenant,
+        "session": session,
+        "model": model,
+        "outcome": outcome.status,
+        "reason": outcome.reason,
+        "client": asked,
         "messages_out": str(len(outcome.messages)),
     }
     return _with_compaction(event, outcome)

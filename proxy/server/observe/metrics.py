@@ -188,9 +188,14 @@ class Metrics:
             self.recalls.labels(tenant, kind, outcome).value += calls
 
     def _compaction(self, trace: Trace, outcome: CompactionOutcome) -> None:
-        tenant, status, reason = trace.tenant, outcome.status, outcome.reason
+        self.count_compaction(trace.tenant, outcome)
+        self.compaction_s.labels(trace.tenant, outcome.status).observe(trace.prepare_s)
+
+    def count_compaction(self, tenant: str, outcome: CompactionOutcome) -> None:
+        """One compaction by outcome and reason (and a failed summary by why); a client's own
+        (the Responses API's) is counted here directly, having no request trace."""
+        status, reason = outcome.status, outcome.reason
         self.compactions.labels(tenant, status, reason).value += 1
-        self.compaction_s.labels(tenant, status).observe(trace.prepare_s)
         if status == "failed" and reason in SUMMARIZER_REASONS:
             self.summarizer_failures.labels(tenant, reason).value += 1
 
