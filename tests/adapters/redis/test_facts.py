@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from proxy.adapters.redis.codec import decode_hash, read_hash_reply
 from proxy.adapters.redis.facts import ADD_FACTS, FORGET_FACTS, VERSION, add_args
 from proxy.adapters.redis.store import RedisStore
@@ -83,5 +85,22 @@ async def test_two_forgets_at_once_count_each_fact_once(
         counts = await asyncio.gather(*(store.forget_facts("t", None, "gravel") for _ in "ab"))
         assert sorted(counts) == [0, 1]
         assert await store.read_facts("t", None) == (B,)
+    finally:
+        await store.close()
+
+
+async def test_a_load_whose_facts_fail_keeps_the_sessions_state(
+    wire: Wire, key_prefix: str, request: pytest.FixtureRequest
+) -> None:
+    """The facts' version is its own batch in the load's round trip: an error reply there (a
+    key of another type) leaves the request its session's state, without facts."""
+    url = request.getfixturevalue(f"{request.node.callspec.params['wire']}_url")
+    store = RedisStore(url, key_prefix=key_prefix, op_timeout_s=2.0)
+    try:
+        await one(wire, "SET", f"{key_prefix}{{t}}:memory", "not a hash")
+        await store.record_turn("t", "s", fields={"model": "m"}, counters={}, decisions={})
+        state = await store.load("t", "s", memory="tenant")
+        assert state.fields["model"] == "m" and state.memory == ()
+        assert not store.degraded
     finally:
         await store.close()
