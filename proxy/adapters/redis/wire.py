@@ -153,10 +153,14 @@ class ClusterWire:
             NodeUnavailable(f"node {name} unavailable (breaker open)") if closed else next(answers)
             for name, closed in zip(nodes, shut, strict=True)
         ]
-        for name, reply, closed in zip(nodes, replies, shut, strict=True):
-            if isinstance(reply, NodeUnavailable) and name is not None and not closed:
-                self._down[name] = time.monotonic() + self._breaker_s
-                await self._reload_slots(name)
+        failed = {
+            name
+            for name, reply, closed in zip(nodes, replies, shut, strict=True)
+            if isinstance(reply, NodeUnavailable) and name is not None and not closed
+        }
+        for name in failed:  # once a node, however many of its batches failed
+            self._down[name] = time.monotonic() + self._breaker_s
+            await self._reload_slots(name)
         return replies
 
     async def _caught(self, batch: Awaitable[list[Any]]) -> list[Any] | Exception:

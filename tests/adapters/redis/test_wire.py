@@ -14,6 +14,7 @@ from proxy.adapters.redis.pool import Command
 from proxy.adapters.redis.wire import Wire, open_wire
 from proxy.settings import parse_store_url
 from tests.redis_cluster import RedisCluster, command, wait_for
+from tests.redis_server import RedisServer
 
 
 def keys_on_every_primary(cluster: RedisCluster, prefix: str) -> list[str]:
@@ -98,3 +99,40 @@ async def _answered(wire: Wire, batches: list[list[Command]]) -> list[Any]:
         if not any(isinstance(r, Exception) for r in replies) or time.monotonic() > deadline:
             return replies
         await asyncio.sleep(0.05)
+
+
+def slot_map_reads(cluster: RedisCluster, *, besides: RedisServer) -> int:
+    """`CLUSTER SLOTS` calls served so far by the live nodes other than `besides`."""
+    total = 0
+    for node in cluster.live():
+        if node is not besides:
+            stats = command(node.port, "INFO", "commandstats")
+            for line in stats.splitlines():
+                if line.startswith("cmdstat_cluster|slots:"):
+                    total += int(line.split("calls=")[1].split(",")[0])
+    return total
+
+
+async def test_many_batches_on_a_failed_node_reload_the_slot_map_once(
+    redis_cluster: RedisCluster, key_prefix: str
+) -> None:
+    """A listing reads one batch per session: the slot map is read again once for their node,
+    not once per batch (each a round trip inside the operation's timeout)."""
+    wire = open_wire(
+        parse_store_url(redis_cluster.url), op_timeout_s=0.5, breaker_s=0.25, max_connections=8
+    )
+    paused = redis_cluster.primary_of(f"{key_prefix}{{k0}}")
+    on_it = [
+        k for k in (f"{key_prefix}{{k{n}}}" for n in range(200))
+        if redis_cluster.primary_of(k) is paused
+    ][:12]  # fmt: skip
+    try:
+        await wire.run([[("GET", k)] for k in on_it])  # the slot map read
+        before = slot_map_reads(redis_cluster, besides=paused)
+        command(paused.port, "CLIENT", "PAUSE", "1500", "ALL")
+        replies = await wire.run_each([[("GET", k)] for k in on_it])
+        assert all(isinstance(reply, NodeUnavailable) for reply in replies)
+        assert slot_map_reads(redis_cluster, besides=paused) - before == 1
+    finally:
+        wait_for(lambda: command(paused.port, "PING") == "PONG", "the pause to end")
+        await wire.close()
