@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 
@@ -49,8 +50,13 @@ log = logging.getLogger("proxy.server.relay")  # the name it logged under before
 
 AFTER_DONE_S = 1.0
 """How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
-MARKERS = (b'"usage"', b'"error"', b"[DONE]")
-"""Bytes that send an event through the decoder rather than the plain-copy path."""
+MARKERS = (b'"error"', b"[DONE]")
+"""Bytes that send an event through the decoder rather than the plain-copy path; so does a
+`"usage"` whose value is not `null` (`find_usage`)."""
+USAGE = b'"usage"'
+NULL_VALUE = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*null")
+"""What follows a `"usage"` key whose value is null (OpenAI sends one in every chunk but the
+last when `stream_options.include_usage` is on): such an event is copied without decoding."""
 
 
 async def relay_stream(
@@ -170,7 +176,7 @@ class _Copier:
             self.done = True
             return True
         raw = event.raw
-        if not data.startswith("{") or (b'"usage"' not in raw and b'"error"' not in raw):
+        if not data.startswith("{") or (b'"error"' not in raw and find_usage(raw) < 0):
             return True
         payload = _json(data)
         if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
@@ -183,23 +189,42 @@ class _Copier:
         return not self._drop_usage_chunk
 
     def _plain_events(self, chunk: bytes) -> int:
-        """How many leading bytes of `chunk` are whole events with no marker in them, which go
-        out as they came without being decoded (with `\n` line ends and nothing held back, an
-        event ends at each blank line)."""
-        if not self.decoder.idle or b"\r" in chunk:
-            return 0
-        stop = len(chunk)
-        for marker in MARKERS:
-            at = chunk.find(marker, 0, stop)
-            if at >= 0:
-                stop = at
-        end = chunk.rfind(b"\n\n", 0, stop)
-        return end + 2 if end >= 0 else 0
+        """`plain_prefix(chunk)`, once nothing is held back (else 0)."""
+        return plain_prefix(chunk) if self.decoder.idle else 0
 
     def relayed(self, *, completed: bool, error: str = "") -> Relayed:
         """Usage counts only for an answer that completed."""
         usage = self._usage if completed else None
         return Relayed(usage, completed=completed, first_byte_s=self._first_byte, error=error)
+
+
+def plain_prefix(chunk: bytes) -> int:
+    """How many leading bytes of `chunk`, read with nothing held back, are whole events the
+    relay need not read (no error, `[DONE]` or usage other than null), which go out as they
+    came without being decoded (with `\n` line ends, an event ends at each blank line)."""
+    if b"\r" in chunk:
+        return 0
+    stop = len(chunk)
+    for marker in MARKERS:
+        at = chunk.find(marker, 0, stop)
+        if at >= 0:
+            stop = at
+    at = find_usage(chunk, stop)
+    end = chunk.rfind(b"\n\n", 0, stop if at < 0 else at)
+    return end + 2 if end >= 0 else 0
+
+
+def find_usage(data: bytes, stop: int | None = None) -> int:
+    """Where the first `"usage"` in `data[:stop]` whose value is not `null` starts, or -1.
+
+    Byte matching, no JSON decoding: a `"usage"` in a JSON string is escaped (`\\"usage\\"`)
+    and not found; one that ends a string (`"say \\"usage"`) is found and costs only a decode.
+    A usage object is never missed: its key is followed by `{`, not `null`."""
+    end = len(data) if stop is None else stop
+    at = data.find(USAGE, 0, end)
+    while at >= 0 and NULL_VALUE.match(data, at + len(USAGE)):
+        at = data.find(USAGE, at + len(USAGE), end)
+    return at
 
 
 async def _drain(stream: AsyncIterator[bytes]) -> None:

@@ -1,14 +1,21 @@
 """How a relayed chat stream ends: complete once `[DONE]` is relayed, whatever the client does
-next (the openai SDK closes the connection on `[DONE]`)."""
+next (the openai SDK closes the connection on `[DONE]`); which events the relay copies without
+decoding them (`plain_prefix`), and that usage is never lost on the way."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proxy.server.appkeys import STORE
+from proxy.server.stream_relay import find_usage, plain_prefix
+from proxy.usage import usage_from
 from tests.fakes.openai_upstream import Reply
 from tests.reliability.support import COMPACT_AT_1000, history
 from tests.server.conftest import MakeProxy
@@ -75,3 +82,100 @@ async def test_a_client_that_hangs_up_on_done_gets_its_request_recorded(
     assert detail is not None and detail["state"]["last_prompt_tokens"] == "321"
     assert value(samples, "ctxproxy_http_requests_total", tenant="default", route=ROUTE,
                  status="200") == 1  # fmt: skip
+
+
+def event(payload: object, *, separators: tuple[str, str] = (",", ":")) -> bytes:
+    return b"data: " + json.dumps(payload, separators=separators).encode() + b"\n\n"
+
+
+def chunk(content: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "c", "choices": [{"index": 0, "delta": {"content": content}}], **extra}
+
+
+def test_events_whose_usage_is_null_are_copied_without_decoding() -> None:
+    """OpenAI sends `"usage":null` in every chunk but the last (include_usage on)."""
+    read = b"".join(
+        [
+            event(chunk("a", usage=None)),
+            event(chunk("b", usage=None), separators=(", ", ": ")),
+            event(chunk("c", usage=None), separators=(",", " :\t")),
+            event(chunk('the text "usage":{"prompt_tokens": 1} is no usage', usage=None)),
+        ]
+    )
+    assert plain_prefix(read) == len(read)
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        event({"choices": [], "usage": {"prompt_tokens": 5}}),
+        event({"choices": [], "usage": {"prompt_tokens": 5}}, separators=(", ", " : ")),
+        event(chunk("x", usage=None, extra={"usage": {"prompt_tokens": 5}})),
+        event(chunk('say "usage', usage=None)),  # ends a string: costs a decode, loses nothing
+        event({"error": {"message": "overloaded"}}),
+        b"data: [DONE]\n\n",
+        b'data: {"usage":nul',  # the rest in the next read
+    ],
+)
+def test_the_plain_copy_stops_at_the_first_event_the_relay_must_read(last: bytes) -> None:
+    plain = event(chunk("a", usage=None)) + event(chunk("b"))
+    assert plain_prefix(plain + last + event(chunk("c", usage=None))) == len(plain)
+
+
+JSON_TEXT = st.sampled_from(
+    ["usage", '"usage":{', '"usage":null', 'say "usage', "\\", '"usage" : {"a": 1}']
+) | st.text(max_size=8)
+JSON_KEY = st.sampled_from(["usage", "content", 'x"usage', "choices"]) | st.text(max_size=4)
+JSON_VALUE = st.recursive(
+    st.none() | st.integers() | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(JSON_KEY, inner, max_size=3),
+    max_leaves=8,
+)
+SEPARATORS = st.sampled_from([(",", ":"), (", ", ": "), (",", " : "), (",\t", ":\t")])
+
+
+@given(
+    payload=st.dictionaries(JSON_KEY, JSON_VALUE, max_size=4),
+    usage=st.none() | st.dictionaries(st.sampled_from(["prompt_tokens", "x"]), st.integers()),
+    separators=SEPARATORS,
+    ascii_only=st.booleans(),
+)
+def test_no_event_with_a_usage_object_is_copied_without_decoding(
+    payload: dict[str, Any], usage: Any, separators: tuple[str, str], ascii_only: bool
+) -> None:
+    payload = {**payload, "usage": usage}
+    raw = json.dumps(payload, separators=separators, ensure_ascii=ascii_only).encode()
+    if usage_from(payload) is not None:
+        assert find_usage(raw) >= 0
+        assert plain_prefix(b"data: " + raw + b"\n\n") == 0
+
+
+async def test_a_stream_with_null_usage_in_every_chunk_keeps_its_usage(
+    make_proxy: MakeProxy,
+) -> None:
+    """Null-usage chunks go out untouched (usage None for the SDK), the usage chunk the client
+    asked for comes last, and the one the proxy asked for on its own is counted and dropped;
+    text that looks like usage stays text."""
+    proxy = await make_proxy()
+    text = 'the key "usage":{"prompt_tokens": 1} and "usage": null are text'
+    proxy.fake.default = Reply(content=text, chunks=6, prompt_tokens=4321, usage_null=True)
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with proxy.client() as client:
+        for asked in (True, False):
+            options = {"stream_options": {"include_usage": True}} if asked else {}
+            stream = await client.chat.completions.create(
+                **body, **options, extra_headers={"X-Ctx-Session": f"null-{asked}"}
+            )
+            chunks = [c async for c in stream]
+            said = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert said == text
+            usages = [c.usage for c in chunks]
+            if asked:
+                assert usages[-1] is not None and usages[-1].prompt_tokens == 4321
+                usages.pop()
+            assert usages and all(u is None for u in usages)
+    await scrape(proxy)  # every after-request task has run
+    for asked in (True, False):
+        detail = await proxy.app[STORE].session_detail("default", f"null-{asked}")
+        assert detail is not None and detail["state"]["last_prompt_tokens"] == "4321"
+    assert orjson.loads(proxy.fake.chat[-1].raw)["stream_options"] == {"include_usage": True}
