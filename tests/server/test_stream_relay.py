@@ -1,20 +1,22 @@
 """How a relayed chat stream ends: complete once `[DONE]` is relayed, whatever the client does
 next (the openai SDK closes the connection on `[DONE]`); which events the relay copies without
-decoding them (`plain_prefix`), and that usage is never lost on the way."""
+decoding them (`plain_end`, `Copier.feed`), and that usage is never lost on the way."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.server.appkeys import STORE
-from proxy.server.stream_relay import find_usage, plain_prefix
+from proxy.server.stream_relay import Copier, find_usage, plain_end
 from proxy.usage import usage_from
 from tests.fakes.openai_upstream import Reply
 from tests.reliability.support import COMPACT_AT_1000, history
@@ -102,7 +104,7 @@ def test_events_whose_usage_is_null_are_copied_without_decoding() -> None:
             event(chunk('the text "usage":{"prompt_tokens": 1} is no usage', usage=None)),
         ]
     )
-    assert plain_prefix(read) == len(read)
+    assert plain_end(read) == len(read)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +121,7 @@ def test_events_whose_usage_is_null_are_copied_without_decoding() -> None:
 )
 def test_the_plain_copy_stops_at_the_first_event_the_relay_must_read(last: bytes) -> None:
     plain = event(chunk("a", usage=None)) + event(chunk("b"))
-    assert plain_prefix(plain + last + event(chunk("c", usage=None))) == len(plain)
+    assert plain_end(plain + last + event(chunk("c", usage=None))) == len(plain)
 
 
 JSON_TEXT = st.sampled_from(
@@ -147,7 +149,46 @@ def test_no_event_with_a_usage_object_is_copied_without_decoding(
     raw = json.dumps(payload, separators=separators, ensure_ascii=ascii_only).encode()
     if usage_from(payload) is not None:
         assert find_usage(raw) >= 0
-        assert plain_prefix(b"data: " + raw + b"\n\n") == 0
+        assert plain_end(b"data: " + raw + b"\n\n") == 0
+
+
+def openai_stream(*, contents: list[str], usage_null: bool) -> list[bytes]:
+    null = {"usage": None} if usage_null else {}
+    events = [event(chunk(text, **null)) for text in contents]
+    events.append(event({"id": "c", "choices": [], "usage": {"prompt_tokens": 42}}))
+    return [*events, b"data: [DONE]\n\n"]
+
+
+@given(
+    contents=st.lists(JSON_TEXT, min_size=1, max_size=6),
+    usage_null=st.booleans(),
+    drop=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
+)
+def test_a_stream_read_in_any_pieces_is_relayed_whole_with_its_usage(
+    contents: list[str], usage_null: bool, drop: bool, cuts: list[int]
+) -> None:
+    """Reads that split events anywhere: the copier resumes the plain copy after the event the
+    decoder held, and relays the same bytes (without the usage chunk it was told to drop)."""
+    events = openai_stream(contents=contents, usage_null=usage_null)
+    whole = b"".join(events)
+    at = sorted({0, len(whole), *(c for c in cuts if c < len(whole))})
+    copier = Copier(web.StreamResponse(), drop_usage_chunk=drop, started=0.0)
+    out = b"".join(copier.feed(whole[a:b]) for a, b in itertools.pairwise(at))
+    assert out == (b"".join(events[:-2] + events[-1:]) if drop else whole)
+    usage = copier.relayed(completed=True).usage
+    assert copier.done and usage is not None and usage.prompt_tokens == 42
+
+
+def test_after_an_event_split_between_reads_the_rest_is_copied_plain() -> None:
+    """The decoder gets the end of the event it holds, and no more of the read."""
+    events = openai_stream(contents=["a", "b", "c"], usage_null=True)
+    copier = Copier(web.StreamResponse(), drop_usage_chunk=False, started=0.0)
+    half = len(events[0]) // 2
+    assert copier.feed(events[0][:half]) == b""
+    rest = events[0][half:] + events[1] + events[2]
+    assert copier.plain_span(rest) == (len(rest) - len(events[1] + events[2]), len(rest))
+    assert copier.feed(rest) == events[0] + events[1] + events[2]
 
 
 async def test_a_stream_with_null_usage_in_every_chunk_keeps_its_usage(
