@@ -1,5 +1,6 @@
 """`Wire.run_each` on a real server and a real cluster: batches in several slots answered in
-order, one batch's error reply kept in its place, and (cluster) one node that stops answering."""
+order, one batch's error reply kept in its place, and (cluster) one node that stops answering:
+its batches fail alone, and the slot map is read again once for it."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ async def test_a_node_that_stops_answering_fails_only_its_batches(
         wait_for(lambda: command(paused.port, "PING") == "PONG", "the pause to end")
         assert await _answered(wire, reads) == [[b"v"]] * 3
     finally:
+        wait_for(lambda: command(paused.port, "PING") == "PONG", "the pause to end")
         await wire.close()
 
 
