@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 
@@ -49,8 +50,13 @@ log = logging.getLogger("proxy.server.relay")  # the name it logged under before
 
 AFTER_DONE_S = 1.0
 """How long the upstream's end of body is awaited after `[DONE]`, to reuse its connection."""
-MARKERS = (b'"usage"', b'"error"', b"[DONE]")
-"""Bytes that send an event through the decoder rather than the plain-copy path."""
+MARKERS = (b'"error"', b"[DONE]")
+"""Bytes that send an event through the decoder rather than the plain-copy path; so does a
+`"usage"` whose value is not `null` (`find_usage`)."""
+USAGE = b'"usage"'
+NULL_VALUE = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*null")
+"""What follows a `"usage"` key whose value is null (OpenAI sends one in every chunk but the
+last when `stream_options.include_usage` is on): such an event is copied without decoding."""
 
 
 async def relay_stream(
@@ -70,7 +76,7 @@ async def relay_stream(
         response = web.StreamResponse(
             status=reply.status, headers=with_ours(reply.headers, headers)
         )
-    copier = _Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
+    copier = Copier(response, drop_usage_chunk=drop_usage_chunk, started=started)
     lifecycle = request[SCOPE].services.lifecycle
     task = lifecycle.stream_started()
     try:
@@ -80,7 +86,7 @@ async def relay_stream(
 
 
 async def _relay_events(
-    request: web.Request, copier: _Copier, stream: AsyncIterator[bytes]
+    request: web.Request, copier: Copier, stream: AsyncIterator[bytes]
 ) -> Relayed:
     response = copier.response
     try:
@@ -113,7 +119,7 @@ async def _relay_events(
     return copier.relayed(completed=False, error="cut" if cut else "ended")
 
 
-def _client_left(request: web.Request, copier: _Copier) -> Relayed:
+def _client_left(request: web.Request, copier: Copier) -> Relayed:
     """What the relay saw of a client that went away: complete if it had the whole answer,
     else a 499 recorded without usage."""
     if copier.complete:
@@ -122,7 +128,7 @@ def _client_left(request: web.Request, copier: _Copier) -> Relayed:
     return copier.relayed(completed=False)
 
 
-class _Copier:
+class Copier:
     """Forwards whole events as they complete, picking out usage on the way; stops once it has
     relayed `[DONE]`."""
 
@@ -150,15 +156,33 @@ class _Copier:
     async def copy(self, stream: AsyncIterator[bytes]) -> None:
         async for chunk in stream:
             self._first_byte = self._first_byte or time.monotonic() - self._started
-            plain = self._plain_events(chunk)
-            out = bytearray(chunk[:plain])
-            for event in self.decoder.feed(chunk[plain:] if plain else chunk):
-                if self._keeps(event):
-                    out += event.raw
-                if self.done:
-                    break
+            out = self.feed(chunk)
             if out:
-                await write_to_client(self.response, bytes(out))
+                await write_to_client(self.response, out)
+            if self.done:
+                return
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The bytes to relay for one read of the upstream (whole events only; none after
+        `[DONE]`): the events it need not read as they came, the others through the decoder."""
+        start, end = self.plain_span(chunk)
+        if start == 0 and end == len(chunk):  # the usual read: whole events, nothing to see
+            return chunk
+        out = bytearray()
+        self._take(chunk[:start], out)
+        if not self.done:
+            out += chunk[start:end]
+            self._take(chunk[end:], out)
+        return bytes(out)
+
+    def _take(self, data: bytes, out: bytearray) -> None:
+        """Feeds `data` to the decoder and adds the events to relay to `out` (none after
+        `[DONE]`)."""
+        if not data:
+            return
+        for event in self.decoder.feed(data):
+            if self._keeps(event):
+                out += event.raw
             if self.done:
                 return
 
@@ -170,7 +194,7 @@ class _Copier:
             self.done = True
             return True
         raw = event.raw
-        if not data.startswith("{") or (b'"usage"' not in raw and b'"error"' not in raw):
+        if not data.startswith("{") or (b'"error"' not in raw and find_usage(raw) < 0):
             return True
         payload = _json(data)
         if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
@@ -182,24 +206,50 @@ class _Copier:
         self.usage_final = True
         return not self._drop_usage_chunk
 
-    def _plain_events(self, chunk: bytes) -> int:
-        """How many leading bytes of `chunk` are whole events with no marker in them, which go
-        out as they came without being decoded (with `\n` line ends and nothing held back, an
-        event ends at each blank line)."""
-        if not self.decoder.idle or b"\r" in chunk:
-            return 0
-        stop = len(chunk)
-        for marker in MARKERS:
-            at = chunk.find(marker, 0, stop)
-            if at >= 0:
-                stop = at
-        end = chunk.rfind(b"\n\n", 0, stop)
-        return end + 2 if end >= 0 else 0
+    def plain_span(self, chunk: bytes) -> tuple[int, int]:
+        """`chunk[start:end]`: whole events that go out as they came, undecoded (`plain_end`);
+        before them, the rest of the event the decoder holds (with `\n` line ends, the first
+        blank line ends it), for the decoder, and after them the rest of the chunk."""
+        if b"\r" in chunk:
+            return 0, 0
+        start = 0
+        if not self.decoder.idle:
+            start = chunk.find(b"\n\n") + 2
+            if start < 2:
+                return len(chunk), len(chunk)
+        return start, plain_end(chunk, start)
 
     def relayed(self, *, completed: bool, error: str = "") -> Relayed:
         """Usage counts only for an answer that completed."""
         usage = self._usage if completed else None
         return Relayed(usage, completed=completed, first_byte_s=self._first_byte, error=error)
+
+
+def plain_end(chunk: bytes, start: int = 0) -> int:
+    """Where the whole events from `start` (an event's start) that the relay need not read end
+    (no error, `[DONE]` or usage other than null; with `\n` line ends, an event ends at each
+    blank line): `start` when there are none."""
+    stop = len(chunk)
+    for marker in MARKERS:
+        at = chunk.find(marker, start, stop)
+        if at >= 0:
+            stop = at
+    at = find_usage(chunk, start, stop)
+    end = chunk.rfind(b"\n\n", start, stop if at < 0 else at)
+    return end + 2 if end >= 0 else start
+
+
+def find_usage(data: bytes, start: int = 0, stop: int | None = None) -> int:
+    """Where the first `"usage"` in `data[start:stop]` whose value is not `null` starts, or -1.
+
+    Byte matching, no JSON decoding: a `"usage"` in a JSON string is escaped (`\\"usage\\"`)
+    and not found; one that ends a string (`"say \\"usage"`) is found and costs only a decode.
+    A usage object is never missed: its key is followed by `{`, not `null`."""
+    end = len(data) if stop is None else stop
+    at = data.find(USAGE, start, end)
+    while at >= 0 and NULL_VALUE.match(data, at + len(USAGE)):
+        at = data.find(USAGE, at + len(USAGE), end)
+    return at
 
 
 async def _drain(stream: AsyncIterator[bytes]) -> None:

@@ -50,6 +50,9 @@ class Reply:
     """Stream: drop the connection after this many content chunks (mid-event if `half`)."""
     half_event: bool = False
     usage_choices_null: bool = False
+    usage_null: bool = False
+    """Stream with usage asked for: `"usage": null` in every chunk before the usage chunk (as
+    OpenAI sends it)."""
     end_delay_s: float = 0.0
     """Stream: the end of the body comes this long after `data: [DONE]`."""
 
@@ -144,6 +147,8 @@ class FakeOpenAI:
             "model": body.get("model", "fake"),
         }
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if include_usage and reply.usage_null:
+            base["usage"] = None
         text = (reply.lead or "") if reply.tool_calls else reply.content
         pieces = _split(text, reply.chunks)
         for index, piece in enumerate(pieces):

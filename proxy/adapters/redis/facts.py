@@ -52,10 +52,14 @@ return added
 """
 
 # KEYS: the hash. ARGV: the new version token, then the fields to delete (atomic, one slot).
+# Returns how many it deleted (a field named twice, or deleted meanwhile by another replica,
+# counts once or not at all); the version changes only then, and a hash gone (expired since
+# the caller read it) is not made again, without a TTL.
 FORGET_FACTS = """
-for i = 2, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
-redis.call('HSET', KEYS[1], '~v', ARGV[1])
-return #ARGV - 1
+local deleted = 0
+for i = 2, #ARGV do deleted = deleted + redis.call('HDEL', KEYS[1], ARGV[i]) end
+if deleted > 0 then redis.call('HSET', KEYS[1], '~v', ARGV[1]) end
+return deleted
 """
 
 Run = Callable[..., Awaitable[list[list[Any]]]]
@@ -178,5 +182,7 @@ class RedisFacts:
         doomed = doomed_fields(await self._fields(key), pattern)
         if not doomed:
             return 0
-        await self._run([("EVAL", FORGET_FACTS, 1, key, secrets.token_hex(8), *doomed)])
-        return len(doomed)
+        [[deleted]] = await self._run(
+            [("EVAL", FORGET_FACTS, 1, key, secrets.token_hex(8), *doomed)]
+        )
+        return int(deleted)

@@ -7,7 +7,8 @@ write the same bytes.
 
 `run_pipeline` sends a chat request's commands (its load, its record) without redis-py's
 `Pipeline`, which per command runs reply callbacks, `HIMPORT` and observability hooks, and per
-pipeline starts a task to reset itself: about half the client's CPU on that path.
+pipeline starts a task to reset itself: about half the client's CPU on that path. `exchange`
+is the same with each error reply kept in its place.
 """
 
 from __future__ import annotations
@@ -107,6 +108,15 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
     redis-py speaks by default, as flat lists with RESP2: see `codec.read_hash_reply`). An
     error reply raises its `ResponseError` once every reply is read, so the connection stays in
     step; a read that fails or is cancelled drops the connection (redis-py disconnects it)."""
+    replies = await exchange(pool, commands)
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
+    return replies
+
+
+async def exchange(pool: aioredis.ConnectionPool, commands: Sequence[Command]) -> list[Any]:
+    """As `run_pipeline`, but an error reply is returned in its place (a `ResponseError`)."""
     connection: AbstractConnection = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
         await connection.send_packed_command(_packed_commands(commands))
@@ -120,9 +130,6 @@ async def run_pipeline(pool: aioredis.ConnectionPool, commands: Sequence[Command
         await asyncio.shield(pool.release(connection))  # a second cancel must not leak it
         raise
     await pool.release(connection)
-    for reply in replies:
-        if isinstance(reply, ResponseError):
-            raise reply
     return replies
 
 

@@ -1,9 +1,9 @@
 """How the store's commands reach Redis: one server, the primary Sentinel names, or a Cluster.
 
 The store speaks in batches: a batch is a list of commands whose keys share one cluster slot,
-and `Wire.run(batches)` answers every batch's replies, in order (`run_each`: a batch whose
-cluster node is out is its error, the others' replies kept). No batch spans two slots, so the
-same calls run on every kind of Redis:
+and `Wire.run(batches)` answers every batch's replies, in order (`run_each`: a batch with an
+error reply, or whose cluster node is out, is its error, the others' replies kept). No batch
+spans two slots, so the same calls run on every kind of Redis:
 
     ServerWire   one server (`redis://`, `rediss://`, `unix://`) or the primary of a Sentinel
                  set (`redis+sentinel://`): every batch of a call in one pipelined write on one
@@ -36,6 +36,7 @@ from redis.exceptions import (
     ConnectionError,
     RedisClusterException,
     RedisError,
+    ResponseError,
 )
 from redis.exceptions import TimeoutError as RedisTimeout
 
@@ -45,6 +46,7 @@ from proxy.adapters.redis.pool import (
     Command,
     HiredisSentinelConnection,
     HiredisSentinelSSLConnection,
+    exchange,
     open_pool,
     run_pipeline,
 )
@@ -61,8 +63,9 @@ class Wire(Protocol):
         ...
 
     async def run_each(self, batches: Sequence[Sequence[Command]]) -> list[list[Any] | Exception]:
-        """As `run`, but on a cluster a batch whose node failed is its error in place, and the
-        others' replies are kept (one server fails or answers as a whole, as `run`)."""
+        """As `run`, but a batch with an error reply is that error (the first), in its place,
+        and the others' replies are kept; on a cluster a batch whose node failed is its error
+        too (one server's connection fails or answers as a whole, as `run`)."""
         ...
 
     async def ping(self) -> bool:
@@ -91,7 +94,15 @@ class ServerWire:
         return split
 
     async def run_each(self, batches: Sequence[Sequence[Command]]) -> list[list[Any] | Exception]:
-        return list(await self.run(batches))
+        replies = await exchange(self._pool, [c for batch in batches for c in batch])
+        split: list[list[Any] | Exception] = []
+        at = 0
+        for batch in batches:
+            own = replies[at : at + len(batch)]
+            at += len(batch)
+            failed = [reply for reply in own if isinstance(reply, ResponseError)]
+            split.append(failed[0] if failed else own)
+        return split
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -142,10 +153,14 @@ class ClusterWire:
             NodeUnavailable(f"node {name} unavailable (breaker open)") if closed else next(answers)
             for name, closed in zip(nodes, shut, strict=True)
         ]
-        for name, reply, closed in zip(nodes, replies, shut, strict=True):
-            if isinstance(reply, NodeUnavailable) and name is not None and not closed:
-                self._down[name] = time.monotonic() + self._breaker_s
-                await self._reload_slots(name)
+        failed = {
+            name
+            for name, reply, closed in zip(nodes, replies, shut, strict=True)
+            if isinstance(reply, NodeUnavailable) and name is not None and not closed
+        }
+        for name in failed:  # once a node, however many of its batches failed
+            self._down[name] = time.monotonic() + self._breaker_s
+            await self._reload_slots(name)
         return replies
 
     async def _caught(self, batch: Awaitable[list[Any]]) -> list[Any] | Exception:
