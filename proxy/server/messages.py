@@ -111,7 +111,7 @@ async def count_tokens(request: web.Request) -> web.Response:
     upstream = services.upstreams[inbound.caller.tenant]
     engine = services.engine
     prepared = await engine.prepare(
-        inbound.internal, turn=inbound.turn, api_key=_summarizer_key(inbound)
+        inbound.internal, turn=inbound.turn, api_key=_summarizer_key(inbound), recall=False
     )
     scale = _scale(inbound, prepared)
     headers = {"Content-Type": "application/json", **ctx_headers(prepared)}
@@ -203,6 +203,7 @@ async def _prepare(
         turn=inbound.turn,
         api_key=_summarizer_key(inbound),
         force_compact=force_compact,
+        recall=False,  # no recall loop runs here: nobody would answer the tool
     )
     if keepalive is None:
         return await work
