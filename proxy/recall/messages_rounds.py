@@ -18,14 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import orjson
-
 from proxy.recall.rounds import sum_usage
 from proxy.types import JSON
 
 __all__ = [
     "MessagesRound",
-    "as_call",
     "combine_messages",
     "message_round",
     "next_messages_body",
@@ -78,14 +75,6 @@ def message_round(message: Mapping[str, Any], *, tool_name: str) -> MessagesRoun
         reason if isinstance(reason, str) else None,
         usage if isinstance(usage, dict) else None,
     )
-
-
-def as_call(block: Mapping[str, Any]) -> JSON:
-    """A recall `tool_use` block as a chat tool call (its input as the arguments' JSON text)."""
-    arguments = orjson.dumps(block.get("input", {})).decode()
-    name = block.get("name")
-    return {"id": block.get("id"), "type": "function",
-            "function": {"name": name, "arguments": arguments}}  # fmt: skip
 
 
 def recall_turns(

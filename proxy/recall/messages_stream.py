@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -39,7 +40,9 @@ from proxy.types import JSON
 
 __all__ = ["MessagesStreamMerger"]
 
-_TEXTS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+_TEXTS = MappingProxyType(
+    {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+)
 """Delta type → the block's key its string fragments add up to."""
 
 

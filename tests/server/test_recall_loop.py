@@ -3,7 +3,9 @@ call shows (however the upstream's reads split it), then the rounds merged into 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import orjson
 import pytest
@@ -12,11 +14,13 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.engine.prepared import Prepared, tally
 from proxy.ports import UpstreamReply
 from proxy.recall.tool import RecallSettings
+from proxy.server.recall_dialects import ChatDialect
 from proxy.server.recall_loop import RecallLoop, _FirstRound
 from proxy.types import JSON, Turn
 from tests.factories import assistant, call, tool, user
 from tests.recall.test_stream import client_view, deltas, openai_round
 
+FINISHED = re.compile(rb'"finish_reason": ?"')
 LOG = "".join(f"line {i}\n" for i in range(500))
 
 
@@ -45,24 +49,19 @@ class ScriptedUpstream:
         return UpstreamReply(200, {}, None, reads(), release)
 
 
-def loop_for(upstream: ScriptedUpstream) -> RecallLoop:
+def loop_for(upstream: ScriptedUpstream) -> RecallLoop[Any]:
     client = [user("go"), assistant(None, call("call_1")), tool("call_1", LOG), user("line 7?")]
     prepared = [*client[:2], tool("call_1", LOG[:100] + "...(cut)"), client[3]]
     body = {"model": "m", "messages": client, "stream": True}
     outgoing = {**body, "messages": prepared, "tools": [{"type": "function"}]}
     made = Prepared(Turn("t", "s", "m", now=0.0), outgoing, (), "", 0, 0, tally(()))
+    dialect = ChatDialect(upstream, outgoing, RecallSettings(), {}, None)
     return RecallLoop(
-        upstream=upstream,
-        body=body,
-        prepared=made,
-        settings=RecallSettings(),
-        reader=MemoryStore(),
-        headers={},
-        api_key=None,
+        dialect=dialect, body=body, prepared=made, settings=RecallSettings(), reader=MemoryStore()
     )
 
 
-async def client_bytes(loop: RecallLoop, upstream: ScriptedUpstream) -> bytes:
+async def client_bytes(loop: RecallLoop[Any], upstream: ScriptedUpstream) -> bytes:
     first = await upstream.send_chat(loop._prepared.body, headers={}, api_key=None)
     reply = await loop.rounds(first)
     assert reply.stream is not None
@@ -99,7 +98,7 @@ async def test_a_round_without_a_tool_call_goes_out_as_it_came(piece: int) -> No
 
 
 def test_the_first_round_sends_whole_events_and_holds_a_part_until_a_tool_call_shows() -> None:
-    first = _FirstRound()
+    first = _FirstRound(trigger=b'"tool_calls"', finished=FINISHED)
     assert first.take(b'data: {"a":1}\n\ndata: {"choices":[{"delta":{"tool_') == (
         b'data: {"a":1}\n\n'
     )
@@ -107,6 +106,6 @@ def test_the_first_round_sends_whole_events_and_holds_a_part_until_a_tool_call_s
     assert first.take(b'calls":[]}}]}\n\n') == b""
     assert first.engaged and first.rest == b'data: {"choices":[{"delta":{"tool_calls":[]}}]}\n\n'
     assert first.sent == [b'data: {"a":1}\n\n'] and first.held == b""
-    done = _FirstRound()
+    done = _FirstRound(trigger=b'"tool_calls"', finished=FINISHED)
     assert done.take(b'data: {"choices":[{"finish_reason":"stop"}]}\n\ndata: [DO') != b""
     assert done.finished and done.held == b"data: [DO"
