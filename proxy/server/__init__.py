@@ -13,7 +13,7 @@ Modules, in the order a request meets them:
                    wire form of recall_dialects (chat completions, the Messages API)
     messages       `POST /v1/messages` and `/v1/messages/count_tokens` (the Anthropic Messages
                    API inbound), the same steps over `proxy.inbound`'s internal form;
-                   messages_relay: its answers, relayed (Anthropic upstream) or translated
+                   messages_forward: prepare, send, the recall loop; messages_relay: answers
     body           reading and checking a chat body in one walk
     responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
                    responses, handles), _compact (the compaction contract), _relay, _streams
