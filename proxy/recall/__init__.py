@@ -14,6 +14,8 @@ Modules, in the order a request meets them:
     answer      one call answered: arguments, item or search, the `OutputReader` port
     search      a page of an item; the literal, case-insensitive search of everything cut
     rounds      `Round`, usage summed, non-streamed rounds combined into one answer
+    messages_rounds, messages_stream   the same in the Messages API's form (tool_use blocks,
+                its events), for an Anthropic upstream answering a Messages client natively
     first_user  the first user message kept before a compaction's summary
 
 May import the foundation (`proxy.types`, `proxy.content`, `proxy.sse`, `orjson`) and its own

@@ -9,10 +9,11 @@ Modules, in the order a request meets them:
     keys           bearer tokens → tenants
     chat           `POST /v1/chat/completions`, top to bottom: body, session, turn, prepare and
                    forward (the overflow retry, the recall loop), relay, after-work
-    recall_loop    the rounds of one answer when the model calls the recall tool
+    recall_loop    the rounds of one answer when the model calls the recall tool, in a
+                   wire form of recall_dialects (chat completions, the Messages API)
     messages       `POST /v1/messages` and `/v1/messages/count_tokens` (the Anthropic Messages
                    API inbound), the same steps over `proxy.inbound`'s internal form;
-                   messages_relay: its answers, relayed (Anthropic upstream) or translated
+                   messages_forward: prepare, send, the recall loop; messages_relay: answers
     body           reading and checking a chat body in one walk
     responses      `POST /v1/responses` (Codex, the Agents SDK); responses_body, _records (kept
                    responses, handles), _compact (the compaction contract), _relay, _streams
@@ -24,8 +25,7 @@ Modules, in the order a request meets them:
     runner         serving on one socket, draining; workers: `serve --workers N`, one socket
     observe/       what a request did, told to the metrics and the events
 
-An inbound API (Anthropic Messages, Responses) gets a route module beside `chat`, converting its
-request to the internal form (`proxy.inbound`) and back; a tool loop around the upstream call
-(recall) goes in `chat.forward`. May import every floor below; only `app` and `factories` wire
+An inbound API gets a route module beside `chat`, converting its request to the internal form
+(`proxy.inbound`) and back. May import every floor below; only `app` and `factories` wire
 concrete adapters.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
@@ -30,6 +30,7 @@ from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace, notify
+from proxy.server.recall_dialects import ChatDialect
 from proxy.server.recall_loop import RecallLoop
 from proxy.server.relay import Relayed, end_in_band, relay_body, upstream_error
 from proxy.server.stream_relay import relay_stream
@@ -49,7 +50,7 @@ class Forwarded(NamedTuple):
     reply: UpstreamReply
     retried_overflow: bool
     prepare_s: float
-    recall: RecallLoop | None = None
+    recall: RecallLoop[Any] | None = None
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -149,14 +150,9 @@ async def forward(
     if recall is None or not prepared.recall.offered:
         return Forwarded(prepared, reply, overflow, prepare_s)
     settings, reader = recall
+    dialect = ChatDialect(upstream, prepared.body, settings, headers, api_key)
     loop = RecallLoop(
-        upstream=upstream,
-        body=body,
-        prepared=prepared,
-        settings=settings,
-        reader=reader,
-        headers=headers,
-        api_key=api_key,
+        dialect=dialect, body=body, prepared=prepared, settings=settings, reader=reader
     )
     return Forwarded(prepared, await loop.rounds(reply), overflow, prepare_s, loop)
 

@@ -3,15 +3,10 @@
 Top to bottom, as `proxy.server.chat` does it: the caller (its key in `x-api-key`, or a bearer),
 the body (`proxy.inbound.messages_request` checks what the conversion needs), the internal form
 and its carrier, the session (`proxy.inbound.messages_session`, else derived), the turn, prepare
-and send (compact and send again, once, when the upstream says the prompt is too long), relay
-(`proxy.server.messages_relay`), and record in the background. Per upstream kind:
-
-    anthropic   the prepared internal body rendered around what the client sent
-                (`proxy.inbound.messages_render`: what no stage changed goes as sent), to
-                `/v1/messages` with the client's headers and query (`?beta=true`); the answer
-                comes back untouched
-    openai      the prepared internal body as a chat request (`proxy.inbound.chat_request`);
-                the answer is translated to the Messages API's (JSON, events, errors)
+and send (`proxy.server.messages_forward`: to an Anthropic upstream the Messages body rendered
+around the client's, to another a chat request; the overflow retry; the recall loop), relay
+(`proxy.server.messages_relay`: an Anthropic upstream's answer untouched, another's translated
+to the Messages API's), and record in the background.
 
 The client's `cache_control` markers on messages stay out of the stages unless the tenant sets
 `messages_markers_stop_pruning` (`TenantSettings`): they come back on their blocks as sent, and
@@ -23,50 +18,37 @@ came. `count_tokens` prepares the request the same way and counts what would be 
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 from aiohttp import web
 
 from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
-from proxy.engine.engine import ContextEngine
 from proxy.engine.pipeline import draft_from_body
 from proxy.engine.prepared import Prepared
 from proxy.errors import BadRequest, CtxProxyError
 from proxy.exact_json import loads_exact
 from proxy.inbound.chat_request import chat_request, estimate_input_tokens
 from proxy.inbound.client_usage import prompt_chars, usage_scale, with_client_input
-from proxy.inbound.messages_carrier import Carrier
-from proxy.inbound.messages_render import internal_to_messages
 from proxy.inbound.messages_request import messages_to_internal, request_problem
 from proxy.inbound.messages_session import messages_session_id
-from proxy.ports import Upstream, UpstreamReply
 from proxy.server.appkeys import SCOPE, Services, key_caller_of
-from proxy.server.body import KnownTools, scanned, with_usage_requested
-from proxy.server.chat import OVERFLOW_MARKERS, Forwarded, after, ctx_headers, traced
+from proxy.server.body import KnownTools, scanned
+from proxy.server.chat import after, ctx_headers, traced
 from proxy.server.keepalive import KeepAlive
-from proxy.server.keys import Caller
+from proxy.server.messages_forward import (
+    Inbound,
+    client_key,
+    forward,
+    looping,
+    summarizer_key,
+    upstream_body,
+)
 from proxy.server.messages_relay import Passed, Translated, end_with_error, relay_messages
 from proxy.server.relay import with_ours
-from proxy.settings import TenantSettings
-from proxy.types import JSON, Turn
+from proxy.types import JSON
 
 COUNT_ENDPOINT = "messages/count_tokens"
-
-
-class Inbound(NamedTuple):
-    """One Messages request, read: the client's body, its internal form and carrier, who sent
-    it (and whether its key came as a bearer: an OAuth token goes upstream that way), its turn."""
-
-    body: JSON
-    internal: JSON
-    carrier: Carrier
-    caller: Caller
-    tenant: TenantSettings
-    turn: Turn
-    as_bearer: bool
-    output_cap: int | None
-    """The upstream's `max_output_tokens` (`UpstreamSettings`)."""
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
@@ -77,7 +59,15 @@ async def messages(request: web.Request) -> web.StreamResponse:
     stream = inbound.body.get("stream") is True
     keepalive = KeepAlive(request, {"X-Ctx-Session": inbound.turn.session}) if stream else None
     try:
-        sent = await forward(services.engine, upstream, inbound, request, keepalive, started)
+        sent = await forward(
+            services.engine,
+            upstream,
+            inbound,
+            request,
+            keepalive,
+            started=started,
+            reader=services.store,
+        )
     except CtxProxyError as exc:
         early = keepalive.response if keepalive is not None else None
         if early is None:
@@ -86,10 +76,13 @@ async def messages(request: web.Request) -> web.StreamResponse:
         return early
     scale = _scale(inbound, sent.prepared)
     translated = None if isinstance(upstream, AnthropicUpstream) else inbound.body["model"]
+    headers = ctx_headers(sent.prepared)
+    if sent.reply.stream is None:
+        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
     response, relayed = await relay_messages(
         request,
         sent.reply,
-        headers=ctx_headers(sent.prepared),
+        headers=headers,
         events=Passed(scale) if translated is None else Translated(translated, scale),
         translated_model=translated,
         scale=scale,
@@ -111,7 +104,10 @@ async def count_tokens(request: web.Request) -> web.Response:
     upstream = services.upstreams[inbound.caller.tenant]
     engine = services.engine
     prepared = await engine.prepare(
-        inbound.internal, turn=inbound.turn, api_key=_summarizer_key(inbound)
+        inbound.internal,
+        turn=inbound.turn,
+        api_key=summarizer_key(inbound),
+        recall=looping(inbound),  # what would be sent: the recall tool too, when offered
     )
     scale = _scale(inbound, prepared)
     headers = {"Content-Type": "application/json", **ctx_headers(prepared)}
@@ -120,9 +116,9 @@ async def count_tokens(request: web.Request) -> web.Response:
         body = orjson.dumps(with_client_input(counted, scale) if scale is not None else counted)
         return web.Response(body=body, headers=headers)
     reply = await upstream.send_messages(
-        internal_to_messages(prepared.body, inbound.carrier),
+        upstream_body(upstream, inbound, prepared),
         headers=request.headers,
-        api_key=_client_key(inbound),
+        api_key=client_key(inbound),
         as_bearer=inbound.as_bearer,
         endpoint=COUNT_ENDPOINT,
         query=request.rel_url.raw_query_string,
@@ -173,91 +169,9 @@ async def read_messages_body(
     return body, marked
 
 
-async def forward(
-    engine: ContextEngine,
-    upstream: Upstream,
-    inbound: Inbound,
-    request: web.Request,
-    keepalive: KeepAlive | None,
-    started: float,
-) -> Forwarded:
-    """Prepare and send; when the upstream says the prompt is too long (and compaction is
-    on), compact and send again, once, transparently."""
-    prepared = await _prepare(engine, inbound, keepalive, force_compact=False)
-    prepare_s = time.monotonic() - started
-    reply = await _send(engine, upstream, prepared, inbound, request)
-    overflow = inbound.tenant.compact.enabled and _is_overflow(reply)
-    if overflow:
-        await reply.release()
-        prepared = await _prepare(engine, inbound, keepalive, force_compact=True)
-        reply = await _send(engine, upstream, prepared, inbound, request)
-    return Forwarded(prepared, reply, overflow, prepare_s)
-
-
-async def _prepare(
-    engine: ContextEngine, inbound: Inbound, keepalive: KeepAlive | None, *, force_compact: bool
-) -> Prepared:
-    """The engine's preparation of the internal body, kept alive for a stream while it runs."""
-    work = engine.prepare(
-        inbound.internal,
-        turn=inbound.turn,
-        api_key=_summarizer_key(inbound),
-        force_compact=force_compact,
-    )
-    if keepalive is None:
-        return await work
-    keepalive.start()
-    try:
-        return await work
-    finally:
-        await keepalive.stop()
-
-
-async def _send(
-    engine: ContextEngine,
-    upstream: Upstream,
-    prepared: Prepared,
-    inbound: Inbound,
-    request: web.Request,
-) -> UpstreamReply:
-    """Store the outputs budgets persisted, then send: to an Anthropic upstream the Messages
-    body rendered around the client's; to another, the chat request (a stream asks for its
-    usage)."""
-    await engine.persist_outputs(prepared)
-    if isinstance(upstream, AnthropicUpstream):
-        return await upstream.send_messages(
-            internal_to_messages(prepared.body, inbound.carrier),
-            headers=request.headers,
-            api_key=_client_key(inbound),
-            as_bearer=inbound.as_bearer,
-            query=request.rel_url.raw_query_string,
-        )
-    keep = prepared.turn.cache_style == "anthropic"
-    request_body = chat_request(
-        prepared.body, keep_markers=keep, max_output_tokens=inbound.output_cap
-    )
-    outgoing, _ = with_usage_requested(request_body)
-    return await upstream.send_chat(outgoing, headers=request.headers, api_key=_client_key(inbound))
-
-
-def _client_key(inbound: Inbound) -> str | None:
-    """The client's own key, when the tenant forwards it."""
-    return inbound.caller.token if inbound.tenant.forward_client_key else None
-
-
-def _summarizer_key(inbound: Inbound) -> str | None:
-    """The key the summarizer may use: the client's, unless it is an OAuth token (a bearer),
-    which the summarizer cannot send: the summarizer upstream's own key then."""
-    return None if inbound.as_bearer else _client_key(inbound)
-
-
 def _scale(inbound: Inbound, prepared: Prepared) -> float | None:
     """With `report_usage = "client"`: how much larger the client's history is than what was
     sent (`proxy.inbound.client_usage`); else None."""
     if inbound.tenant.report_usage != "client":
         return None
     return usage_scale(prompt_chars(inbound.internal), prompt_chars(prepared.body))
-
-
-def _is_overflow(reply: UpstreamReply) -> bool:
-    return reply.status in (400, 413) and any(m in (reply.body or b"") for m in OVERFLOW_MARKERS)

@@ -5,17 +5,21 @@ recall tool itself and asks again, so the client receives one ordinary answer.
 the reply the client is answered from:
 
     a stream      the same status and headers, its body every round's stream merged as it
-                  arrives (`proxy.recall.stream.StreamMerger`: nothing is buffered, the first
-                  round's bytes go out as they came); an upstream error in a later round ends the
-                  stream in band
+                  arrives (the dialect's merger: nothing is buffered, the first round's bytes
+                  go out as they came); an upstream error in a later round ends the stream in
+                  band
     a whole body  read when it calls the tool (judged on its bytes first), then the rounds'
-                  completions combined (`proxy.recall.rounds.combine_completions`); an upstream
-                  error in a later round ends the rounds with what they gave
+                  answers combined; an upstream error in a later round ends the rounds with
+                  what they gave
 
 Each round appends the model's recall calls and their answers to the upstream conversation and
-asks again, at most `max_rounds` times; the last round goes without the tool, so it must answer.
+asks again, at most `max_rounds` times; the last round cannot call the tool, so it must answer.
 The recall index is built at the first call, from the client's messages and the prepared ones;
 persisted outputs come from the store, as the caller's tenant (`RecallTally` counts it all).
+
+The wire form is a `Dialect` (`proxy.server.recall_dialects`): chat completions (any upstream
+the chat route, the Responses route and a Messages client in front of an OpenAI upstream send
+to), or the Messages API (an Anthropic upstream answering a Messages client natively).
 """
 
 from __future__ import annotations
@@ -23,23 +27,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import NamedTuple
+from typing import Generic, NamedTuple
 
 import orjson
 
 from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
-from proxy.ports import Upstream, UpstreamReply
+from proxy.ports import UpstreamReply
 from proxy.recall.answer import OutputReader, answer_call
 from proxy.recall.index import RecallIndex, build_index
-from proxy.recall.rounds import combine_completions, round_of
-from proxy.recall.stream import StreamMerger
-from proxy.recall.tool import RecallSettings, continuation, next_round_body
-from proxy.server.body import with_usage_requested
-from proxy.server.relay import upstream_error
-from proxy.sse import error_event
+from proxy.recall.tool import RecallSettings
+from proxy.server.recall_dialects import Dialect, Merger, R
 from proxy.types import JSON
-from proxy.usage import Usage, usage_from
+from proxy.usage import Usage
 
 
 class RecallTally(NamedTuple):
@@ -54,11 +54,9 @@ class RecallTally(NamedTuple):
     first_usage: Usage | None = None
 
 
-_TOOL_CALLS = b'"tool_calls"'
 _HELD_BYTES = 1 << 20
 """A first round's bytes kept for the merger until a tool call shows; past this, the merger
 takes over at once (a long answer's cost is its own)."""
-_FINISHED = re.compile(rb'"finish_reason": ?"')
 
 
 class _FirstRound:
@@ -66,9 +64,10 @@ class _FirstRound:
     the part of an event not yet complete is held; what went out is kept (`sent`) for the merger
     to read when a tool call does show (`engaged`: then `rest` is what it has not seen)."""
 
-    __slots__ = ("engaged", "finished", "held", "rest", "sent", "size")
+    __slots__ = ("engaged", "finished", "held", "rest", "sent", "size", "trigger", "until")
 
-    def __init__(self) -> None:
+    def __init__(self, *, trigger: bytes, finished: re.Pattern[bytes]) -> None:
+        self.trigger, self.until = trigger, finished
         self.sent: list[bytes] = []
         self.held = self.rest = b""
         self.size = 0
@@ -78,7 +77,7 @@ class _FirstRound:
         """The bytes to send now. `finished`: the round ended without a tool call (what follows
         goes out as it comes). A line end of `\r`, which the merger reads, engages it too."""
         data = self.held + chunk if self.held else chunk
-        if _TOOL_CALLS in data or b"\r" in data or self.size > _HELD_BYTES:
+        if self.trigger in data or b"\r" in data or self.size > _HELD_BYTES:
             self.engaged, self.rest, self.held = True, data, b""
             return b""
         end = data.rfind(b"\n\n") + 2
@@ -88,32 +87,28 @@ class _FirstRound:
         out, self.held = data[:end], data[end:]
         self.sent.append(out)
         self.size += len(out)
-        self.finished = _FINISHED.search(out) is not None
+        self.finished = self.until.search(out) is not None
         return out
 
 
-class RecallLoop:
-    """One request's rounds; see the module doc. `body` is the client's, `prepared` what was sent
-    in the first round."""
+class RecallLoop(Generic[R]):
+    """One request's rounds; see the module doc. `body` is the client's (internal form),
+    `prepared` its preparation; `dialect` sends and reads the rounds."""
 
     def __init__(
         self,
         *,
-        upstream: Upstream,
+        dialect: Dialect[R],
         body: JSON,
         prepared: Prepared,
         settings: RecallSettings,
         reader: OutputReader,
-        headers: Mapping[str, str],
-        api_key: str | None,
     ) -> None:
-        self._upstream = upstream
+        self._dialect = dialect
         self._body = body
         self._prepared = prepared
         self._settings = settings
         self._reader = reader
-        self._headers = headers
-        self._api_key = api_key
         self._index: RecallIndex | None = None
         self._counts: Counter[tuple[str, str]] = Counter()
         self._rounds = 1
@@ -148,7 +143,8 @@ class RecallLoop:
     async def _stream(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
         """The client's stream: the first round as it came until a tool call shows, then every
         round through the merger (`_merge`)."""
-        first = _FirstRound()
+        dialect = self._dialect
+        first = _FirstRound(trigger=dialect.trigger, finished=dialect.finished)
         async for chunk in stream:
             out = first.take(chunk)
             if first.engaged:
@@ -165,7 +161,7 @@ class RecallLoop:
             if first.held:
                 yield first.held  # a stream cut mid-event: the relay tells the client
             return
-        merger = StreamMerger(tool_name=self._settings.tool_name, client_wants_usage=True)
+        merger = dialect.merger()
         for past in first.sent:
             merger.feed_bytes(past)  # whole events of content, which went out as they came
         out = merger.feed_bytes(first.rest)
@@ -175,10 +171,10 @@ class RecallLoop:
             yield out
 
     async def _merge(
-        self, merger: StreamMerger, stream: AsyncIterator[bytes]
+        self, merger: Merger[R], stream: AsyncIterator[bytes]
     ) -> AsyncGenerator[bytes, None]:
         """The rest of the first round, then each next one, merged; `finish()` when they end."""
-        outgoing = self._prepared.body
+        outgoing = self._dialect.first_body
         for number in range(self._settings.max_rounds + 1):
             async for chunk in stream:
                 out = merger.feed_bytes(chunk)
@@ -186,74 +182,68 @@ class RecallLoop:
                     yield out
             ended = merger.end_round()
             if ended.usage is not None:
-                self._last_usage = usage_from({"usage": ended.usage})
+                self._last_usage = self._dialect.usage(ended.usage)
                 self._first_usage = self._first_usage or self._last_usage
             if merger.failed or ended.finish_reason is None:
                 return  # the relay tells the client the stream did not complete
             if not ended.recall_calls or number == self._settings.max_rounds:
                 break
-            answers = await self._answers(ended.recall_calls)
-            added = continuation(ended.content, ended.recall_calls, answers, round_index=number)
-            outgoing = self._next(outgoing, added, number)
+            outgoing = await self._continued(outgoing, ended, number)
             reply = await self._send(outgoing)
             if isinstance(reply, bytes):
                 yield reply
                 return
             if reply.stream is None:
                 await reply.release()
-                yield error_event(upstream_error(reply.status, reply.body))
+                yield self._dialect.failed(reply.status, reply.body)
                 return
             stream = reply.stream
         yield merger.finish()
 
     async def _whole(self, first: UpstreamReply) -> UpstreamReply:
         raw = first.body or b""
-        name = orjson.dumps(self._settings.tool_name)
-        if b'"tool_calls"' not in raw or name not in raw:
+        if self._dialect.trigger not in raw or orjson.dumps(self._settings.tool_name) not in raw:
             return first  # no call of the tool: as it came, never decoded
         try:
-            completions: list[JSON] = [orjson.loads(raw)]
+            answers: list[JSON] = [orjson.loads(raw)]
         except orjson.JSONDecodeError:
             return first
-        outgoing = self._prepared.body
+        outgoing = self._dialect.first_body
         for number in range(self._settings.max_rounds):
-            ended = round_of(completions[-1], tool_name=self._settings.tool_name)
+            ended = self._dialect.round_of(answers[-1])
             if not ended.recall_calls:
                 break
-            answers = await self._answers(ended.recall_calls)
-            added = continuation(ended.content, ended.recall_calls, answers, round_index=number)
-            outgoing = self._next(outgoing, added, number)
+            outgoing = await self._continued(outgoing, ended, number)
             reply = await self._send(outgoing)
             if isinstance(reply, bytes) or reply.status != 200 or reply.body is None:
                 break  # the rounds end with what they gave
             try:
-                completions.append(orjson.loads(reply.body))
+                answers.append(orjson.loads(reply.body))
             except orjson.JSONDecodeError:
                 break
-        self._first_usage, self._last_usage = (
-            usage_from(completions[0]),
-            usage_from(completions[-1]),
-        )
-        combined = combine_completions(completions, tool_name=self._settings.tool_name)
-        return first._replace(body=orjson.dumps(combined))
+        usage = self._dialect.usage
+        self._first_usage = usage(answers[0].get("usage"))
+        self._last_usage = usage(answers[-1].get("usage"))
+        return first._replace(body=orjson.dumps(self._dialect.combine(answers)))
 
-    def _next(self, outgoing: JSON, added: Sequence[JSON], number: int) -> JSON:
+    async def _continued(self, outgoing: JSON, ended: R, number: int) -> JSON:
+        """The next round's body: the calls answered and appended (without the tool after the
+        last allowed round)."""
+        answers = await self._answers(ended.recall_calls)
+        added = self._dialect.continuation(ended, answers, number)
         last = number + 1 == self._settings.max_rounds
-        return next_round_body(outgoing, added, last=last, settings=self._settings)
+        return self._dialect.next_body(outgoing, added, last=last)
 
     async def _send(self, outgoing: JSON) -> UpstreamReply | bytes:
         """The next round's reply (a whole body already read and released), or the in-band
         error event of a round that could not be sent."""
         if self._current is not None:
             await self._current.release()
-        body, _ = with_usage_requested(outgoing)
         try:
-            reply = await self._upstream.send_chat(
-                body, headers=self._headers, api_key=self._api_key
-            )
+            reply = await self._dialect.send(outgoing)
         except CtxProxyError as exc:
             self._current = None
-            return error_event(exc.to_body())
+            return self._dialect.refused(exc)
         self._current = reply
         self._rounds += 1
         return reply
@@ -270,10 +260,8 @@ class RecallLoop:
             )
         texts: list[str] = []
         for call in calls:
-            function = call.get("function")
-            arguments = function.get("arguments") if isinstance(function, dict) else None
             found = await answer_call(
-                arguments,
+                self._dialect.arguments(call),
                 self._index,
                 settings=self._settings,
                 reader=self._reader,

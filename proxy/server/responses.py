@@ -72,6 +72,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             keepalive=keepalive,
             retry_overflow=tenant.compact.enabled,
             started=started,
+            recall=None if native is not None else (tenant.recall, services.store),
         )
     except CtxProxyError as exc:
         early = keepalive.response if keepalive is not None else None
@@ -81,10 +82,13 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return early
     scale = history_scale(internal, sent.prepared.body) if tenant.report_usage == "client" else None
     answer = Answer(sent_body, response_id_for(scope.id), int(time.time()), scale)
+    headers = ctx_headers(sent.prepared)
+    if sent.reply.stream is None:
+        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
     response, served = await relay_answer(
         request,
         sent.reply,
-        headers=ctx_headers(sent.prepared),
+        headers=headers,
         early=keepalive.response if keepalive is not None else None,
         native=native is not None,
         answer=answer,

@@ -332,21 +332,3 @@ async def test_a_streamed_client_tool_call_reaches_the_client_when_the_tool_was_
     assert answer.content == "Running. " and answer.finish_reasons == ["tool_calls"]
     assert answer.tool_calls == [{"id": "b1", "name": "bash", "arguments": '{"cmd": "ls"}'}]
     assert len(sent(proxy)) == 1
-
-
-async def test_the_responses_route_runs_no_recall_loop_so_never_offers_the_tool(
-    make_proxy: MakeProxy,
-) -> None:
-    proxy = await make_proxy()
-    items: list[JSON] = [{"role": "user", "content": "Check the log."}]
-    for call_id, output in (("call_1", LOG), ("c2", "two"), ("c3", "three")):
-        items.append({"type": "function_call", "call_id": call_id, "name": "bash",
-                      "arguments": "{}"})  # fmt: skip
-        items.append({"type": "function_call_output", "call_id": call_id, "output": output})
-    items.append({"role": "user", "content": "What was on line 0042?"})
-    async with proxy.client() as client:
-        await client.responses.create(model="gpt-4o", input=items)  # type: ignore[arg-type]
-    [body] = sent(proxy)
-    pruned = next(m for m in body["messages"] if m.get("tool_call_id") == "call_1")["content"]
-    assert pruned.endswith('full text: ctx_recall(ref="call_1"))')  # cut, yet no tool
-    assert "ctx_recall" not in names(body)
