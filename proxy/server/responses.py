@@ -28,7 +28,7 @@ from proxy.inbound.responses_response import response_id_for
 from proxy.inbound.usage_report import history_scale
 from proxy.ports import ResponsesUpstream, Upstream, UpstreamReply
 from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
-from proxy.server.chat import after, ctx_headers, forward, traced
+from proxy.server.chat import Forwarded, after, ctx_headers, forward, traced
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace
 from proxy.server.responses_body import (
@@ -41,7 +41,8 @@ from proxy.server.responses_compact import answer_compaction
 from proxy.server.responses_records import Records
 from proxy.server.responses_relay import end_with_error, relay_answer
 from proxy.server.responses_streams import Answer
-from proxy.types import JSON
+from proxy.settings import TenantSettings
+from proxy.types import JSON, Turn
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
@@ -59,21 +60,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     internal, carrier = responses_to_internal(body, summaries=await records.summaries(body))
     turn = await responses_turn(request, caller.tenant, body, internal, marked=marked)
     tenant = services.settings.tenants[caller.tenant]
-    api_key = caller.token if tenant.forward_client_key else None
     keepalive = KeepAlive(request, {"X-Ctx-Session": turn.session}) if body.get("stream") else None
     try:
-        sent = await forward(
-            services.engine,
-            Sender(services, caller.tenant, carrier, native),
-            internal,
-            turn,
-            headers=request.headers,
-            api_key=api_key,
-            keepalive=keepalive,
-            retry_overflow=tenant.compact.enabled,
-            started=started,
-            recall=None if native is not None else (tenant.recall, services.store),
-        )
+        sent = await _forward(request, Sender(services, caller.tenant, carrier, native), internal,
+                              turn, tenant=tenant, token=caller.token, keepalive=keepalive,
+                              started=started)  # fmt: skip
     except CtxProxyError as exc:
         early = keepalive.response if keepalive is not None else None
         if early is None:
@@ -100,6 +91,35 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def _forward(
+    request: web.Request,
+    sender: Sender,
+    internal: JSON,
+    turn: Turn,
+    *,
+    tenant: TenantSettings,
+    token: str | None,
+    keepalive: KeepAlive | None,
+    started: float,
+) -> Forwarded:
+    """`forward` as this route uses it: the client's key upstream when the tenant forwards it,
+    the overflow retry when it compacts, the recall loop unless the upstream is native."""
+    services = request[SCOPE].services
+    native = sender.native is not None
+    return await forward(
+        services.engine,
+        sender,
+        internal,
+        turn,
+        headers=request.headers,
+        api_key=token if tenant.forward_client_key else None,
+        keepalive=keepalive,
+        retry_overflow=tenant.compact.enabled,
+        started=started,
+        recall=None if native else (tenant.recall, services.store),
+    )
+
+
 class Sender:
     """`forward`'s upstream for one Responses request: the prepared internal body, rendered for
     what the tenant's upstream speaks."""
@@ -116,7 +136,7 @@ class Sender:
         self._anthropic = upstream.kind == "anthropic"
         self._keep_markers = upstream.cache_style == "anthropic"
         self._carrier = carrier
-        self._native = native
+        self.native = native
 
     async def send_chat(
         self,
@@ -126,9 +146,9 @@ class Sender:
         api_key: str | None,
         previous_id: str | None = None,
     ) -> UpstreamReply:
-        if self._native is not None:
+        if self.native is not None:
             rendered = internal_to_responses(body, self._carrier)
-            return await self._native.send_responses(rendered, headers=headers, api_key=api_key)
+            return await self.native.send_responses(rendered, headers=headers, api_key=api_key)
         if not self._anthropic:  # the Anthropic adapter translates the chat body itself
             body = chat_request(body, keep_markers=self._keep_markers)
         return await self._chat.send_chat(
