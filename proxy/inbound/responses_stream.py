@@ -148,7 +148,7 @@ class ResponsesStreamTranslator:
         for call in delta.get("tool_calls") or ():
             if isinstance(call, dict):
                 out += self._tool_delta(call)
-        if choice.get("finish_reason") is not None:
+        if choice.get("finish_reason"):
             self._finish = choice["finish_reason"]
         return out
 

@@ -167,3 +167,12 @@ def test_nothing_before_the_finish_reason_is_an_end_and_done_is_idempotent() -> 
     end = t.feed(b"data: [DONE]\n\n")
     assert b"response.completed" in end
     assert t.finish() == b"" and t.fail("x") == b""
+
+
+def test_an_empty_finish_reason_is_no_finish_reason() -> None:
+    t = translator()
+    start = t.feed(chunk({"content": "Hi"}))
+    empty = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": ""}]}\n\n'
+    assert t.feed(empty + b"data: [DONE]\n\n") == b""
+    events = events_of(start + t.finish())
+    assert events[-1]["response"]["error"] == {"code": "server_error", "message": CUT_SHORT}
