@@ -1,6 +1,7 @@
 """An OpenAI upstream's chat-completions SSE → the Messages API event stream, incrementally (pure).
 
-Feed the upstream's bytes as they arrive (`feed`); each call returns the bytes to send, maybe none:
+Feed the upstream's bytes as they arrive (`feed`, read by `proxy.inbound.chat_stream`); each call
+returns the bytes to send, maybe none:
 
     first chunk            → `message_start` (usage as known so far: zeros, mostly), then `ping`
     delta.content          → a `text` block: `content_block_start`, then `text_delta`s
@@ -24,59 +25,28 @@ and further input gives nothing; `failed` tells an end by an error event from a 
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
-
+from proxy.inbound.chat_stream import ChatStreamReader
 from proxy.inbound.messages_response import message_id, messages_usage, stop_reason
 from proxy.inbound.sse_write import sse_event
-from proxy.sse import SSEDecoder
 from proxy.types import JSON
-from proxy.usage import Usage, usage_from
-
-CUT_SHORT = "The upstream stream ended before the answer was complete."
 
 
-class MessagesStreamTranslator:
+class MessagesStreamTranslator(ChatStreamReader):
     """One streamed answer; one instance per request."""
 
+    BARE_DONE_ENDS = True
+
     def __init__(self, *, model: str) -> None:
+        super().__init__()
         self.model = model
-        self.done = False
         self.failed = False
-        self._decoder = SSEDecoder()
         self._id = ""
-        self._started = False
         self._blocks = 0
         self._open: int | None = None
         self._text: int | None = None
         """The open text block, if the open block is one."""
         self._tools: dict[int, int] = {}
         """Chat tool call index → its block index."""
-        self._finish: Any = None
-        self._usage: Any = None
-
-    @property
-    def usage(self) -> Usage | None:
-        """The upstream's usage as reported (None before a chunk carried one)."""
-        return usage_from({"usage": self._usage})
-
-    def feed(self, chunk: bytes) -> bytes:
-        out: list[bytes] = []
-        for event in self._decoder.feed(chunk):
-            if self.done:
-                break
-            if event.data:
-                out.append(self._on_data(event.data))
-        return b"".join(out)
-
-    def finish(self) -> bytes:
-        """The closing events at the end of the upstream stream (an error if it stopped short)."""
-        if self.done:
-            return b""
-        if self._finish is None:
-            return self.fail(CUT_SHORT)
-        return self._close()
 
     def fail(self, message: str, error_type: str = "api_error") -> bytes:
         """An in-band `error` event ending the stream (an idle gap, a lost connection)."""
@@ -87,37 +57,13 @@ class MessagesStreamTranslator:
             "error", {"type": "error", "error": {"type": error_type, "message": message}}
         )
 
-    def _on_data(self, data: str) -> bytes:
-        if data.strip() == "[DONE]":
-            return self._close()
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return b""
-        if not isinstance(payload, dict):
-            return b""
-        if isinstance(payload.get("error"), dict) and not payload.get("choices"):
-            error = payload["error"]
-            return self.fail(str(error.get("message") or "upstream error"), _error_type(error))
-        out = b"" if self._started else self._start(payload)
-        if isinstance(payload.get("usage"), dict):
-            self._usage = payload["usage"]
-        choices = payload.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
-            return out
-        delta = choice.get("delta") or {}
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            out += self._text_delta(delta["content"])
-        for call in delta.get("tool_calls") or ():
-            if isinstance(call, dict):
-                out += self._tool_delta(call)
-        if choice.get("finish_reason"):
-            self._finish = choice["finish_reason"]
-        return out
+    def _error_code(self, error: JSON) -> str:
+        """An Anthropic error type for an upstream's in-band error (its own if it is one)."""
+        kind = str(error.get("type") or "")
+        known = ("invalid_request_error", "rate_limit_error", "overloaded_error", "api_error")
+        return kind if kind in known else "api_error"
 
     def _start(self, payload: JSON) -> bytes:
-        self._started = True
         self._id = message_id(payload.get("id"))
         usage = messages_usage(payload.get("usage"))
         message: JSON = {
@@ -133,7 +79,7 @@ class MessagesStreamTranslator:
         start = sse_event("message_start", {"type": "message_start", "message": message})
         return start + sse_event("ping", {"type": "ping"})
 
-    def _text_delta(self, text: str) -> bytes:
+    def _text_delta(self, key: str, text: str) -> bytes:
         out = b""
         if self._text is None:
             out = self._open_block({"type": "text", "text": ""})
@@ -181,17 +127,9 @@ class MessagesStreamTranslator:
     def _close(self) -> bytes:
         if self.done:
             return b""
-        out = b"" if self._started else self._start({})
-        out += self._close_block()
+        out = self._start_once({}) + self._close_block()
         self.done = True
         delta = {"stop_reason": stop_reason(self._finish), "stop_sequence": None}
         usage = messages_usage(self._usage)
         out += sse_event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
         return out + sse_event("message_stop", {"type": "message_stop"})
-
-
-def _error_type(error: JSON) -> str:
-    """An Anthropic error type for an upstream's in-band error (its own if it is one)."""
-    kind = str(error.get("type") or "")
-    known = ("invalid_request_error", "rate_limit_error", "overloaded_error", "api_error")
-    return kind if kind in known else "api_error"

@@ -1,7 +1,8 @@
 """A chat upstream's SSE → the Responses API event stream, incrementally (pure).
 
-Feed the upstream's bytes as they arrive (`feed`); each call returns the bytes to send, maybe none
-(events written by `proxy.inbound.responses_events.EventWriter`, numbered from 0):
+Feed the upstream's bytes as they arrive (`feed`, read by `proxy.inbound.chat_stream`); each call
+returns the bytes to send, maybe none (events written by
+`proxy.inbound.responses_events.EventWriter`, numbered from 0):
 
     first chunk            → `response.created`, `response.in_progress` (the request echoed)
     delta.content          → a `message` item: `response.output_item.added`,
@@ -31,8 +32,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-import orjson
-
+from proxy.inbound.chat_stream import ChatStreamReader
 from proxy.inbound.responses_errors import failure_code
 from proxy.inbound.responses_events import EventWriter, in_progress
 from proxy.inbound.responses_items import custom_input
@@ -44,16 +44,17 @@ from proxy.inbound.responses_response import (
     response_shell,
 )
 from proxy.inbound.usage_report import scaled_chat_usage
-from proxy.sse import SSEDecoder
 from proxy.types import JSON
-from proxy.usage import Usage, usage_from
 
-CUT_SHORT = "The upstream stream ended before the answer was complete."
 PART_FIELDS = MappingProxyType({"output_text": "text", "refusal": "refusal"})
+PART_KINDS = MappingProxyType({"content": "output_text", "refusal": "refusal"})
+"""A chat delta's text field → the kind of content part it streams into."""
 
 
-class ResponsesStreamTranslator:
+class ResponsesStreamTranslator(ChatStreamReader):
     """One streamed answer; one instance per request."""
+
+    TEXT_KEYS = ("content", "refusal")
 
     def __init__(
         self,
@@ -65,13 +66,12 @@ class ResponsesStreamTranslator:
     ) -> None:
         """`scale`: report the input tokens scaled by it (`proxy.inbound.usage_report`); the
         `usage` property stays the upstream's own."""
+        super().__init__()
         self.request = request
         self._scale = scale
         self.response_id = response_id
         self.created_at = created_at
-        self.done = False
         self.response: JSON | None = None
-        self._decoder = SSEDecoder()
         self._writer = EventWriter()
         self._shell: JSON | None = None
         self._output: list[JSON] = []
@@ -82,36 +82,12 @@ class ResponsesStreamTranslator:
         self._inputs: dict[int, str] = {}
         """Output index of a custom tool's call → its arguments so far."""
         self._custom = custom_names(request)
-        self._finish: Any = None
-        self._usage: Any = None
-
-    @property
-    def usage(self) -> Usage | None:
-        """The upstream's usage as reported (None before a chunk carried one)."""
-        return usage_from({"usage": self._usage})
-
-    def feed(self, chunk: bytes) -> bytes:
-        out: list[bytes] = []
-        for event in self._decoder.feed(chunk):
-            if self.done:
-                break
-            if event.data:
-                out.append(self._on_data(event.data))
-        return b"".join(out)
-
-    def finish(self) -> bytes:
-        """The closing events at the end of the upstream stream (a failure if it stopped short)."""
-        if self.done:
-            return b""
-        if self._finish is None:
-            return self.fail(CUT_SHORT)
-        return self._close()
 
     def fail(self, message: str, code: str = "server_error") -> bytes:
         """`response.failed` ending the stream (an idle gap, a lost connection, an error)."""
         if self.done:
             return b""
-        out = self._start({}) if self._shell is None else b""
+        out = self._start_once({})
         self.done = True
         assert self._shell is not None
         failed = {
@@ -122,35 +98,8 @@ class ResponsesStreamTranslator:
         }
         return out + self._writer.event("response.failed", response=failed)
 
-    def _on_data(self, data: str) -> bytes:
-        if data.strip() == "[DONE]":
-            return self._close() if self._finish is not None else b""
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return b""
-        if not isinstance(payload, dict):
-            return b""
-        if isinstance(payload.get("error"), dict) and not payload.get("choices"):
-            error = payload["error"]
-            return self.fail(str(error.get("message") or "upstream error"), failure_code(error))
-        out = b"" if self._shell is not None else self._start(payload)
-        if isinstance(payload.get("usage"), dict):
-            self._usage = payload["usage"]
-        choices = payload.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
-            return out
-        delta = choice.get("delta") or {}
-        for kind, key in (("output_text", "content"), ("refusal", "refusal")):
-            if isinstance(delta.get(key), str) and delta[key]:
-                out += self._part_delta(kind, delta[key])
-        for call in delta.get("tool_calls") or ():
-            if isinstance(call, dict):
-                out += self._tool_delta(call)
-        if choice.get("finish_reason"):
-            self._finish = choice["finish_reason"]
-        return out
+    def _error_code(self, error: JSON) -> str:
+        return failure_code(error)
 
     def _start(self, payload: JSON) -> bytes:
         model = str(payload.get("model") or "") or None
@@ -159,8 +108,8 @@ class ResponsesStreamTranslator:
         )
         return self._writer.lifecycle(self._shell)
 
-    def _part_delta(self, kind: str, text: str) -> bytes:
-        out = b""
+    def _text_delta(self, key: str, text: str) -> bytes:
+        kind, out = PART_KINDS[key], b""
         if self._message is None:
             self._message = len(self._output)
             ident = item_id(self.response_id, "msg", self._message)
@@ -244,7 +193,7 @@ class ResponsesStreamTranslator:
     def _close(self) -> bytes:
         if self.done:
             return b""
-        out = [b"" if self._shell is not None else self._start({}), self._close_message()]
+        out = [self._start_once({}), self._close_message()]
         for index in sorted(self._tools.values()):
             item = self._output[index]
             if index in self._inputs:

@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
 
+from proxy.inbound.chat_stream import CUT_SHORT
 from proxy.inbound.messages_response import chat_response_to_messages
-from proxy.inbound.messages_stream import CUT_SHORT, MessagesStreamTranslator
+from proxy.inbound.messages_stream import MessagesStreamTranslator
 from proxy.sse import SSEDecoder
 
 JSON = dict[str, Any]

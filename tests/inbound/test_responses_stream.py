@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from openai import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 
+from proxy.inbound.chat_stream import CUT_SHORT
 from proxy.inbound.responses_response import chat_response_to_response, response_id_for
-from proxy.inbound.responses_stream import CUT_SHORT, ResponsesStreamTranslator
+from proxy.inbound.responses_stream import ResponsesStreamTranslator
 from tests.inbound.responses_builders import EVENTS, events_of, valid_response
 from tests.inbound.test_messages_stream import TOOL_ANSWER, TOOL_STREAM, USAGE, call, chunk
 
