@@ -11,10 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from proxy.compaction.plan import plan_compaction
-from proxy.compaction.stored import make_compaction
-from proxy.engine.pipeline import build_stack, draft_from_body, run_stages
-from proxy.history import history_salt, longest_matching
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.compaction_handle import sign_handle
 from proxy.inbound.responses_compaction import handles_in, without_trigger
@@ -23,16 +19,14 @@ from proxy.inbound.responses_request import responses_to_internal
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages.prune import PruneSettings
 from proxy.translate.anthropic_request import to_messages_request
-from proxy.types import CacheStyle, Message, SessionState, StageReport, Turn, WorkspaceView
+from proxy.types import CacheStyle, Message, SessionState, StageReport, WorkspaceView
 from tests.inbound.builders import chat_problem
 from tests.inbound.builders import wire_problem as messages_problem
+from tests.inbound.pipeline_rig import WORKSPACE, run_pipeline, stored_summary
 from tests.inbound.responses_builders import fixture, fixture_names, wire_problem
 from tests.inbound.responses_strategies import bodies
 
 JSON = dict[str, Any]
-WORKSPACE = WorkspaceView(
-    files={"soul": ("You are Ada, a careful engineer.",), "user": ("The user is Sam.",)}
-)
 SECRET = b"s" * 32
 
 
@@ -47,27 +41,15 @@ def prepare(
 ) -> tuple[JSON, JSON, list[StageReport]]:
     """(the Responses body for a Responses upstream, the chat request for a chat upstream, the
     stage reports) for `sent`."""
-    tenant = tenant or TenantSettings()
     internal, carrier = responses_to_internal(sent, summaries=summaries)
-    upstream = UpstreamSettings(kind="openai", cache_style=style, send_prompt_cache_key=False)
-    stack = build_stack(tenant, upstream)  # nothing added: the body goes as the client sent it
-    client = draft_from_body(internal)
-    state = state or SessionState()
-    salt = history_salt(tenant.name, client.system.client)  # matched as the engine matches it
-    turn = Turn(
-        tenant=tenant.name,
-        session="s1",
-        model=str(internal.get("model")),
-        now=1_000.0,
+    prepared, reports = run_pipeline(
+        internal,
+        tenant=tenant or TenantSettings(),
+        # no prompt_cache_key added: the body goes as the client sent it
+        upstream=UpstreamSettings(kind="openai", cache_style=style, send_prompt_cache_key=False),
         state=state,
-        workspace=workspace or WorkspaceView(),
-        cache_style=style,
-        applied=longest_matching(client.messages, state.compactions, salt=salt),
+        workspace=workspace,
     )
-    draft, reports = run_stages(stack.before, client, turn)
-    prepared, after = stack.finish(draft, turn, client_messages=internal["messages"])
-    reports += after
-    assert not [r.stage for r in reports if r.skipped]  # no stage failed (they fail open)
     return internal_to_responses(prepared, carrier), chat_request(prepared), reports
 
 
@@ -128,13 +110,11 @@ def test_codexs_old_outputs_are_pruned_and_every_other_item_goes_as_sent() -> No
 def test_a_stored_summary_replaces_the_items_it_covers() -> None:
     sent = fixture("codex_turn")["body"]
     internal, _ = responses_to_internal(sent)
-    client = draft_from_body(internal)
-    plan = plan_compaction(client.messages, keep_recent=2)
-    assert plan is not None
-    summary = {"role": "user", "content": "[Conversation summary]\nThe coupon bug is fixed."}
-    stored = make_compaction(
-        client.messages, plan, [summary], salt=history_salt("default", client.system.client)
-    )
+    summary: Message = {
+        "role": "user",
+        "content": "[Conversation summary]\nThe coupon bug is fixed.",
+    }
+    stored = stored_summary(internal, summary, keep_recent=2)
     out, chat, reports = prepare(sent, state=SessionState(compactions=(stored,)))
     assert [r.counters.get("applied") for r in reports if r.stage == "compact"] == [1]
     assert out["input"][0] is sent["input"][0]  # the developer message leads the system content

@@ -10,15 +10,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from proxy.compaction.plan import plan_compaction
-from proxy.compaction.stored import make_compaction
-from proxy.engine.pipeline import build_stack, draft_from_body, run_stages
-from proxy.history import history_salt, longest_matching
 from proxy.inbound.messages_render import internal_to_messages
 from proxy.inbound.messages_request import messages_to_internal
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages.prune import PruneSettings
-from proxy.types import CacheStyle, SessionState, StageReport, Turn, WorkspaceView
+from proxy.types import CacheStyle, Message, SessionState, StageReport, WorkspaceView
 from tests.inbound.builders import (
     assistant,
     body,
@@ -31,13 +27,11 @@ from tests.inbound.builders import (
     user,
     wire_problem,
 )
+from tests.inbound.pipeline_rig import WORKSPACE, run_pipeline, stored_summary
 from tests.inbound.strategies import bodies
 
 JSON = dict[str, Any]
 RECORDED = ["main_turn_thinking", "four_markers", "topic_prefill", "legacy_images", "count_tokens"]
-WORKSPACE = WorkspaceView(
-    files={"soul": ("You are Ada, a careful engineer.",), "user": ("The user is Sam.",)}
-)
 
 
 def prepare(
@@ -50,26 +44,14 @@ def prepare(
     workspace: WorkspaceView | None = None,
 ) -> tuple[JSON, list[StageReport]]:
     """What the proxy would send an Anthropic upstream for `sent`."""
-    tenant = tenant or TenantSettings()
     internal, carrier = messages_to_internal(sent, hide_message_markers=hide)
-    stack = build_stack(tenant, UpstreamSettings(kind="anthropic", cache_style=style))
-    client = draft_from_body(internal)
-    state = state or SessionState()
-    salt = history_salt(tenant.name, client.system.client)  # matched as the engine matches it
-    turn = Turn(
-        tenant=tenant.name,
-        session="s1",
-        model=str(internal.get("model")),
-        now=1_000.0,
+    prepared, reports = run_pipeline(
+        internal,
+        tenant=tenant or TenantSettings(),
+        upstream=UpstreamSettings(kind="anthropic", cache_style=style),
         state=state,
-        workspace=workspace or WorkspaceView(),
-        cache_style=style,
-        applied=longest_matching(client.messages, state.compactions, salt=salt),
+        workspace=workspace,
     )
-    draft, reports = run_stages(stack.before, client, turn)
-    prepared, after = stack.finish(draft, turn, client_messages=internal["messages"])
-    reports += after
-    assert not [r.stage for r in reports if r.skipped]  # no stage failed (they fail open)
     return internal_to_messages(prepared, carrier), reports
 
 
@@ -167,13 +149,8 @@ def test_bootstrap_marks_the_static_part_when_there_is_room() -> None:
 def test_a_stored_summary_replaces_the_turns_it_covers() -> None:
     sent = long_session()
     internal, _ = messages_to_internal(sent)
-    client = draft_from_body(internal)
-    plan = plan_compaction(client.messages, keep_recent=4)
-    assert plan is not None
-    summary = {"role": "user", "content": "[Conversation summary]\nFour files were read."}
-    stored = make_compaction(
-        client.messages, plan, [summary], salt=history_salt("default", client.system.client)
-    )
+    summary: Message = {"role": "user", "content": "[Conversation summary]\nFour files were read."}
+    stored = stored_summary(internal, summary, keep_recent=4)
     out, reports = prepare(sent, state=SessionState(compactions=(stored,)))
     assert [r.counters.get("applied") for r in reports if r.stage == "compact"] == [1]
     assert out["messages"][0]["content"][0] == text(summary["content"])
