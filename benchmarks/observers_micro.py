@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from benchmarks.engine_rig import make_engine
-from benchmarks.payloads import MODEL, body_for
+from benchmarks.payloads import body_for
 from proxy.adapters.memory.store import MemoryStore
 from proxy.engine.pipeline import draft_from_body
 from proxy.server.observe.events import EventEmitter, request_event
@@ -35,9 +35,8 @@ async def make_trace(tmp: Path, size: str, *, stream: bool) -> Trace:
     usage = Usage(prompt_tokens=1234, completion_tokens=56, cached_tokens=1024)
     relayed = Relayed(usage=usage, completed=True, first_byte_s=0.012 if stream else None)
     return Trace(
-        tenant="default", session=f"bench-{size}", model=MODEL, stream=stream, status=200,
-        prepared=prepared, relayed=relayed, messages_in=len(body["messages"]),
-        prepare_s=0.000412, upstream_s=0.0231, store_degraded=False, bytes_out=2345,
+        stream=stream, status=200, prepared=prepared, relayed=relayed,
+        messages_in=len(body["messages"]), prepare_s=0.000412, upstream_s=0.0231, bytes_out=2345,
     )  # fmt: skip
 
 

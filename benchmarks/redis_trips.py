@@ -25,7 +25,6 @@ import redis.asyncio.connection as aconnection
 
 from benchmarks.common import free_port, stop, wait_port
 from benchmarks.engine_rig import body_of, cycled_messages, make_engine
-from benchmarks.payloads import MODEL
 from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.redis.store import RedisStore
 from proxy.engine.engine import ContextEngine
@@ -99,9 +98,6 @@ async def one_request(
     await engine.persist_outputs(prepared)
     usage = Usage(prompt_tokens=100)
     trace = Trace(
-        tenant="default",
-        session=session,
-        model=MODEL,
         stream=False,
         status=200,
         prepared=prepared,
@@ -109,7 +105,6 @@ async def one_request(
         messages_in=len(body["messages"]),
         prepare_s=0.001,
         upstream_s=0.01,
-        store_degraded=False,
     )
     await engine.record(
         prepared,

@@ -135,9 +135,6 @@ def make_trace(
         compaction=compaction,
     )
     return Trace(
-        tenant=tenant,
-        session="s",
-        model="m",
         stream=False,
         status=200,
         prepared=prepared,
@@ -145,6 +142,5 @@ def make_trace(
         messages_in=1,
         prepare_s=prepare_s,
         upstream_s=upstream_s,
-        store_degraded=False,
         bytes_out=bytes_out,
     )

@@ -102,11 +102,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 def traced(sent: Forwarded, relayed: Relayed, *, messages_in: int, started: float) -> Trace:
     """What the request did, for the observers."""
-    turn, reply = sent.prepared.turn, sent.reply
+    reply = sent.reply
     return Trace(
-        tenant=turn.tenant,
-        session=turn.session,
-        model=turn.model,
         stream=reply.stream is not None,
         status=reply.status,
         prepared=sent.prepared,
@@ -114,7 +111,6 @@ def traced(sent: Forwarded, relayed: Relayed, *, messages_in: int, started: floa
         messages_in=messages_in,
         prepare_s=sent.prepare_s,
         upstream_s=time.monotonic() - started - sent.prepare_s,
-        store_degraded=turn.degraded,
         retried_overflow=sent.retried_overflow,
         bytes_out=reply.sent_bytes,
         recall=sent.recall.tally if sent.recall is not None else None,
