@@ -37,6 +37,15 @@ _CONTAINERS = (dict, list)
 _MARKER_KEY = b'"cache_control"'
 
 
+def system_lead(messages: Sequence[Message]) -> int:
+    """How many of `messages` lead with a system role (`SYSTEM_ROLES`): the client's system
+    prompt, split from the history that follows."""
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in SYSTEM_ROLES:
+        lead += 1
+    return lead
+
+
 def body_with_messages(body: JSON | Any, messages: Sequence[Message]) -> JSON:
     """A shallow copy of `body` with `messages` replaced."""
     out = dict(body)

@@ -12,6 +12,7 @@ from proxy.content import (
     is_persisted,
     output_id,
     persisted_block,
+    system_lead,
 )
 
 
@@ -106,3 +107,19 @@ def test_is_persisted_rejects_look_alikes(text: str) -> None:
 def test_is_persisted_takes_a_block_exactly_at_its_announced_preview_size() -> None:
     assert is_persisted(header() + f"abc\n{PERSISTED_CLOSE}")
     assert is_persisted(header() + f"\n{PERSISTED_CLOSE}")
+
+
+@pytest.mark.parametrize(
+    ("roles", "lead"),
+    [
+        ((), 0),
+        (("user",), 0),
+        (("system", "developer", "user", "system"), 2),
+        (("developer", "assistant"), 1),
+        (("system",), 1),
+    ],
+)
+def test_system_lead_counts_only_the_leading_system_and_developer_messages(
+    roles: tuple[str, ...], lead: int
+) -> None:
+    assert system_lead([{"role": role, "content": "x"} for role in roles]) == lead

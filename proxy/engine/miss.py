@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple
 
+from proxy.content import SYSTEM_ROLES
 from proxy.cost.misses import MissCause, RequestFacts, cache_left, classify_miss
 from proxy.engine.prepared import Prepared
 from proxy.history import chained, history_salt, message_digest
@@ -32,7 +33,6 @@ from proxy.types import SessionState
 from proxy.usage import Usage
 
 Fields = dict[str, str | int | float]
-SYSTEM_ROLES = ("system", "developer")
 
 
 class Miss(NamedTuple):

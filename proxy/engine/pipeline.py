@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from proxy.compaction import stored as compact
-from proxy.content import SYSTEM_ROLES, MarkerPath
+from proxy.content import MarkerPath, system_lead
 from proxy.engine.memo import LineageMemo, MatchMemo, SystemDigests
 from proxy.settings import TenantSettings, UpstreamSettings
 from proxy.stages import bootstrap, budgets, cache, prune
@@ -33,9 +33,7 @@ Stage = Callable[[Draft, Turn], tuple[Draft, StageReport]]
 def draft_from_body(body: JSON) -> Draft:
     """Split the client's leading system/developer messages from the history. Copies nothing."""
     messages: list[Message] = body["messages"]
-    lead = 0
-    while lead < len(messages) and messages[lead].get("role") in SYSTEM_ROLES:
-        lead += 1
+    lead = system_lead(messages)
     rest = dict(body)
     del rest["messages"]
     return Draft(rest, SystemPrompt("", tuple(messages[:lead])), tuple(messages[lead:]))

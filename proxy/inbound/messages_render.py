@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.content import MAX_BREAKPOINTS
+from proxy.content import MAX_BREAKPOINTS, system_lead
 from proxy.inbound.messages_blocks import MARKER, block_of
 from proxy.inbound.messages_carrier import Carrier, client_blocks
 from proxy.inbound.messages_request import PARAMETERS
@@ -35,16 +35,13 @@ from proxy.types import JSON, Message
 
 ABSENT: Any = object()
 """A key the output does not have."""
-SYSTEM_ROLES = ("system", "developer")
 
 
 def internal_to_messages(chat_body: JSON, carrier: Carrier) -> JSON:
     """The Messages body to send upstream for the prepared `chat_body` (see the module doc).
     Neither argument is mutated; unchanged parts are shared with `carrier.body`."""
     messages: list[Message] = chat_body.get("messages") or []
-    lead = 0
-    while lead < len(messages) and messages[lead].get("role") in SYSTEM_ROLES:
-        lead += 1
+    lead = system_lead(messages)
     ours: list[JSON] = []
     rendered: JSON = {
         "system": _system(messages[:lead], carrier, ours),

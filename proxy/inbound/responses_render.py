@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from proxy.content import system_lead
 from proxy.inbound.responses_carrier import Carrier, client_item
 from proxy.inbound.responses_input import changed_items, render_items
 from proxy.inbound.responses_items import fresh_tool, fresh_tool_choice
-from proxy.inbound.responses_request import NESTED, PARAMETERS, SYSTEM_ROLES
+from proxy.inbound.responses_request import NESTED, PARAMETERS
 from proxy.inbound.splice import items_of, same_item, splice
 from proxy.types import JSON, Message
 
@@ -36,9 +37,7 @@ def internal_to_responses(chat_body: JSON, carrier: Carrier) -> JSON:
     """The Responses body to send upstream for the prepared `chat_body` (the module doc).
     Neither argument is mutated; unchanged parts are shared with `carrier.body`."""
     messages: list[Message] = chat_body.get("messages") or []
-    lead = 0
-    while lead < len(messages) and messages[lead].get("role") in SYSTEM_ROLES:
-        lead += 1
+    lead = system_lead(messages)
     instructions, lead_items, lead_pristine = _lead(messages[:lead], carrier)
     items, pristine = render_items(messages[lead:], carrier.origins[carrier.lead :], carrier)
     given = carrier.body.get("input", ABSENT)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from proxy.content import SYSTEM_ROLES
 from proxy.inbound.compaction_handle import is_handle
 from proxy.inbound.responses_carrier import INSTRUCTIONS, STRING, WHOLE, Carrier, Element, Origin
 from proxy.inbound.responses_items import OUTPUT_KINDS, call_of, part_of, tool_choice_of, tool_of
@@ -54,8 +55,7 @@ NESTED = (
     ("text", "verbosity", "verbosity"),
 )
 """(Responses key, its field, internal key) of the parameters one level down."""
-SYSTEM_ROLES = ("system", "developer")
-ROLES = ("user", "assistant", *SYSTEM_ROLES)
+ROLES = SYSTEM_ROLES | {"user", "assistant"}
 ASSISTANT_KINDS = ("function_call", "custom_tool_call", "reasoning")
 
 
