@@ -29,11 +29,10 @@ from proxy.inbound.messages_blocks import MARKER, block_of
 from proxy.inbound.messages_carrier import Carrier, client_blocks
 from proxy.inbound.messages_request import PARAMETERS
 from proxy.inbound.messages_turns import render_turns, unchanged
-from proxy.inbound.splice import items_of, splice
+from proxy.inbound.splice import ABSENT, items_of, merge_over_client, splice
 from proxy.translate.anthropic_tools import tools_request
 from proxy.types import JSON, Message
 
-ABSENT: Any = object()
 """A key the output does not have."""
 
 
@@ -50,12 +49,7 @@ def internal_to_messages(chat_body: JSON, carrier: Carrier) -> JSON:
         "tool_choice": _tool_choice(chat_body, carrier),
         **_parameters(chat_body, carrier),
     }
-    out: JSON = {}
-    for key, value in carrier.body.items():
-        value = rendered.pop(key, value)
-        if value is not ABSENT:
-            out[key] = value
-    out.update({key: value for key, value in rendered.items() if value is not ABSENT})
+    out = merge_over_client(carrier.body, rendered)
     _cap_markers(out, ours)
     return out
 

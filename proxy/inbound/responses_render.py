@@ -26,10 +26,9 @@ from proxy.inbound.responses_carrier import Carrier, client_item
 from proxy.inbound.responses_input import changed_items, render_items
 from proxy.inbound.responses_items import fresh_tool, fresh_tool_choice
 from proxy.inbound.responses_request import NESTED, PARAMETERS
-from proxy.inbound.splice import items_of, same_item, splice
+from proxy.inbound.splice import ABSENT, items_of, merge_over_client, same_item, splice
 from proxy.types import JSON, Message
 
-ABSENT: Any = object()
 """A key the output does not have."""
 
 
@@ -48,13 +47,7 @@ def internal_to_responses(chat_body: JSON, carrier: Carrier) -> JSON:
         **_choice(chat_body, carrier),
         **_parameters(chat_body, carrier),
     }
-    out: JSON = {}
-    for key, value in carrier.body.items():
-        value = rendered.pop(key, value)
-        if value is not ABSENT:
-            out[key] = value
-    out.update({key: value for key, value in rendered.items() if value is not ABSENT})
-    return out
+    return merge_over_client(carrier.body, rendered)
 
 
 def _lead(final: Sequence[Message], carrier: Carrier) -> tuple[Any, list[Any], bool]:

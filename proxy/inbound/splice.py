@@ -15,16 +15,21 @@ client (but for its marker) keeps the client's block, with the marker the item h
 the client's message did not have becomes a fresh block placed after the item before it; a
 block that no item stands for (thinking, server-tool blocks, images in a tool result) stays
 where it was. Blocks given a marker the client did not set are collected in `ours`.
+
+`merge_over_client` does the same for a whole body: the keys a render changed take their place
+among the client's, `ABSENT` standing for a key the body no longer has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from proxy.inbound.messages_blocks import MARKER, without_marker
 from proxy.types import JSON, Message
 
+ABSENT: Any = object()
+"""A key left out of a rendered body."""
 Fresh = Callable[[Any], JSON | None]
 Placed = tuple[tuple[int, int, int], Any]
 """A block and where it goes: (position among the client's blocks, 0 there or ±1 beside it,
@@ -50,6 +55,20 @@ def items_of(message: Message) -> list[Any]:
         items = []
     calls = message.get("tool_calls")
     return [*items, *calls] if isinstance(calls, list) else items
+
+
+def merge_over_client(client: Mapping[str, Any], rendered: Mapping[str, Any]) -> JSON:
+    """The client's body with `rendered`'s values in place of its own, in the client's key order;
+    keys new to it follow in `rendered`'s order; a key whose value is `ABSENT` is left out."""
+    out: JSON = {}
+    for key, value in client.items():
+        value = rendered.get(key, value)
+        if value is not ABSENT:
+            out[key] = value
+    for key, value in rendered.items():
+        if key not in client and value is not ABSENT:
+            out[key] = value
+    return out
 
 
 def same_item(item: Any, other: Any) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from proxy.inbound.messages_blocks import block_of
 from proxy.inbound.messages_request import messages_to_internal
-from proxy.inbound.splice import match_origins, splice
+from proxy.inbound.splice import ABSENT, match_origins, merge_over_client, splice
 from tests.inbound.builders import (
     EPHEMERAL,
     assistant,
@@ -90,3 +90,17 @@ def test_new_text_before_any_kept_item_goes_where_the_first_item_was() -> None:
     snapshot = [text("old"), current[1]]
     out = splice(blocks, (1, 2), snapshot, current, fresh=block_of, ours=[])
     assert out == [thinking(), text("new"), tool_use("t1")]
+
+
+def test_merge_over_client_keeps_the_clients_key_order_and_drops_what_is_absent() -> None:
+    client = {"model": "m", "system": "s", "messages": [], "stream": True}
+    rendered = {"tools": [], "system": ABSENT, "model": "n", "messages": [], "top_k": ABSENT}
+    kept = dict(client)
+    merged = merge_over_client(client, rendered)
+    assert list(merged.items()) == [
+        ("model", "n"),
+        ("messages", []),
+        ("stream", True),
+        ("tools", []),
+    ]
+    assert client == kept
