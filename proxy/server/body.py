@@ -37,23 +37,42 @@ async def read_chat_body(
     """The JSON body, checked enough to run the pipeline, and whether any object in it has a
     `cache_control` key (a client marker: `False` spares the pipeline looking for them).
     `BadRequest` names what is wrong. `known`: tool definitions scanned before."""
-    raw = await request.read()
-    try:
-        body: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
-    if not isinstance(body, dict):
-        raise BadRequest("Request body must be a JSON object.")
-    checked: JSON = body
-    found = scanned(checked, known=known)
-    if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
-        checked = loads_exact(raw)
+    checked, found = await read_json_object(request, known=known)
     check_chat_body(checked)
     dropped = [k for k in ROUTING_KEYS if k in checked]
     if dropped:
         log.info("ignored client routing keys: %s", ",".join(dropped))
         checked = {k: v for k, v in checked.items() if k not in ROUTING_KEYS}
     return checked, found.marked
+
+
+async def read_json(
+    request: web.Request, *, known: KnownTools | None = None
+) -> tuple[Any, Scan | None]:
+    """The JSON value sent and, when it is an object, what one walk of it found (`scanned`; an
+    integer beyond 64 bits is read again exactly). `BadRequest` for invalid JSON or an object
+    nested too deeply; any other value is the caller's to judge (its API words the error)."""
+    raw = await request.read()
+    try:
+        body: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
+    if not isinstance(body, dict):
+        return body, None
+    found = scanned(body, known=known)
+    if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
+        body = loads_exact(raw)
+    return body, found
+
+
+async def read_json_object(
+    request: web.Request, *, known: KnownTools | None = None
+) -> tuple[JSON, Scan]:
+    """`read_json` for a body that must be an object: `BadRequest` for any other value."""
+    body, found = await read_json(request, known=known)
+    if found is None:
+        raise BadRequest("Request body must be a JSON object.")
+    return body, found
 
 
 def scanned(body: JSON, *, known: KnownTools | None = None) -> Scan:

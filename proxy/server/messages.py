@@ -27,13 +27,12 @@ from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
 from proxy.engine.pipeline import draft_from_body
 from proxy.engine.prepared import Prepared
 from proxy.errors import BadRequest, CtxProxyError
-from proxy.exact_json import loads_exact
 from proxy.inbound.chat_request import chat_request, estimate_input_tokens
 from proxy.inbound.client_usage import prompt_chars, usage_scale, with_client_input
 from proxy.inbound.messages_request import messages_to_internal, request_problem
 from proxy.inbound.messages_session import messages_session_id
 from proxy.server.appkeys import SCOPE, Services, key_caller_of
-from proxy.server.body import KnownTools, scanned
+from proxy.server.body import KnownTools, read_json
 from proxy.server.chat import after, ctx_headers, traced
 from proxy.server.keepalive import KeepAlive
 from proxy.server.messages_forward import (
@@ -152,21 +151,11 @@ async def read_messages_body(
 ) -> tuple[JSON, bool]:
     """The JSON body, checked for what the conversion needs (`BadRequest` names what is wrong),
     and whether any object in it has a `cache_control` key."""
-    raw = await request.read()
-    try:
-        body: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
-    marked = True
-    if isinstance(body, dict):
-        found = scanned(body, known=known)
-        marked = found.marked
-        if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
-            body = loads_exact(raw)
+    body, found = await read_json(request, known=known)
     problem = request_problem(body)
     if problem:
         raise BadRequest(problem)
-    return body, marked
+    return body, found.marked if found is not None else True
 
 
 def _scale(inbound: Inbound, prepared: Prepared) -> float | None:

@@ -5,19 +5,15 @@ edge relies on (`proxy.inbound.responses_check`), and the request's `Turn`.
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
 from aiohttp import web
 
 from proxy.engine.pipeline import draft_from_body
 from proxy.errors import BadRequest
-from proxy.exact_json import loads_exact
 from proxy.inbound.responses_check import request_problem
 from proxy.inbound.responses_errors import request_error
 from proxy.inbound.responses_session import responses_session_id
 from proxy.server.appkeys import SCOPE, Services
-from proxy.server.body import ROUTING_KEYS, KnownTools, scanned
+from proxy.server.body import ROUTING_KEYS, KnownTools, read_json_object
 from proxy.server.responses_records import Records, refusal
 from proxy.types import JSON, Turn
 
@@ -33,16 +29,7 @@ async def read_responses_body(
 ) -> tuple[JSON, bool]:
     """The JSON object sent, without routing keys, and whether it holds a `cache_control` key;
     `BadRequest` for invalid JSON, another value or one nested too deeply."""
-    raw = await request.read()
-    try:
-        body: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc.msg}.") from exc
-    if not isinstance(body, dict):
-        raise BadRequest("Request body must be a JSON object.")
-    found = scanned(body, known=known)
-    if found.inexact:  # an integer beyond 64 bits, which orjson read as a float
-        body = loads_exact(raw)
+    body, found = await read_json_object(request, known=known)
     return {k: v for k, v in body.items() if k not in ROUTING_KEYS}, found.marked
 
 

@@ -5,13 +5,22 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import BadRequest
-from proxy.server.body import NESTING_MARGIN, KnownTools, scan, scan_body
+from proxy.server.body import (
+    NESTING_MARGIN,
+    KnownTools,
+    read_json,
+    read_json_object,
+    scan,
+    scan_body,
+)
 from proxy.server.body import scanned as check_scan
 
 
@@ -146,3 +155,40 @@ def test_a_float_orjson_made_of_an_integer_beyond_64_bits_is_found_in_tools_too(
     assert not check_scan({"messages": [], "temperature": 0.7, "seed": 2**64 - 1}).inexact
     for _ in range(2):  # walked, then from memory
         assert check_scan({"messages": [], "tools": tools}, known=known).inexact
+
+
+async def read_as(aiohttp_server: Any, raw: bytes) -> bytes:
+    """What `read_json` and `read_json_object` make of `raw` sent to a real server, as JSON: each
+    one's value and whether it was marked, or the error's message."""
+
+    async def handle(request: web.Request) -> web.Response:
+        answers: list[Any] = []
+        for read in (read_json, read_json_object):
+            try:
+                body, found = await read(request)
+                answers.append([body, None if found is None else found.marked])
+            except BadRequest as exc:
+                answers.append(str(exc))
+        return web.Response(body=orjson.dumps(answers))
+
+    app = web.Application()
+    app.router.add_post("/", handle)
+    server = await aiohttp_server(app)
+    async with aiohttp.ClientSession() as http, http.post(server.make_url("/"), data=raw) as r:
+        return await r.read()
+
+
+async def test_a_body_is_read_once_and_only_an_object_is_scanned(aiohttp_server: Any) -> None:
+    assert orjson.loads(await read_as(aiohttp_server, b"[1]")) == [
+        [[1], None],
+        "Request body must be a JSON object.",
+    ]
+    marked = b'{"m": [{"cache_control": {}}]}'
+    assert orjson.loads(await read_as(aiohttp_server, marked)) == [[orjson.loads(marked), True]] * 2
+    [json_error, object_error] = orjson.loads(await read_as(aiohttp_server, b"{not json"))
+    assert json_error == object_error and json_error.startswith("Request body is not valid JSON")
+
+
+async def test_an_integer_beyond_64_bits_is_read_exactly(aiohttp_server: Any) -> None:
+    read = await read_as(aiohttp_server, b'{"seed": 18446744073709551617}')
+    assert read.count(b'{"seed":18446744073709551617}') == 2
