@@ -8,6 +8,7 @@ default, with the Redis store's contract.
     archive     archives and snapshots as files in the tenant's workspace
     records     the Responses edge's records (responses served, summaries behind handles)
     facts       learned facts: a ledger per tenant (or session), a file in the workspace
+    files       a file replaced whole, stale files swept (for archive and facts)
 
 May import the foundation only (files through `pathlib`, in worker threads).
 """

@@ -14,12 +14,13 @@ another snapshot is written in the folder, at most once per `PRUNE_EVERY_S`.
 from __future__ import annotations
 
 import asyncio
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+
+from proxy.adapters.memory.files import remove_stale, replace_file
 
 RAW_MAX_BYTES = 256 * 1024 * 1024
 PRUNE_EVERY_S = 3600.0
@@ -55,11 +56,11 @@ class ArchiveFiles:
         folder = self._dir_for(tenant)
         if folder is None:
             return
-        await asyncio.to_thread(_write, folder / f"ctx-{session}.json", snapshot_json)
+        await asyncio.to_thread(replace_file, folder / f"ctx-{session}.json", snapshot_json)
         ttl_s, now = self._snapshot_ttl_s, time.time()
         if ttl_s is not None and now - self._pruned_at.get(folder, 0.0) >= PRUNE_EVERY_S:
             self._pruned_at[folder] = now
-            await asyncio.to_thread(_remove_stale_snapshots, folder, before=now - ttl_s)
+            await asyncio.to_thread(remove_stale, folder, "ctx-*.json", before=now - ttl_s)
 
 
 def _append(path: Path, data: bytes, max_bytes: int) -> None:
@@ -71,22 +72,3 @@ def _append(path: Path, data: bytes, max_bytes: int) -> None:
         pass  # the first line
     with path.open("ab") as handle:
         handle.write(data)
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
-def _remove_stale_snapshots(folder: Path, *, before: float) -> None:
-    """Remove the snapshot files last written before `before` (seconds since the epoch). Best
-    effort: a file it cannot look at or remove is left, and nothing else is touched."""
-    for path in folder.glob("ctx-*.json"):
-        try:
-            status = path.lstat()
-            if stat.S_ISREG(status.st_mode) and status.st_mtime < before:
-                path.unlink()
-        except OSError:
-            continue

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import stat
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from proxy.adapters.memory.files import remove_stale, replace_file
 from proxy.memory.fact import clean_line
 from proxy.memory.ledger import FactLedger
 
@@ -136,7 +136,9 @@ class FactFiles:
             self._drop(key)
         folder = self._dir_for(tenant)
         if folder is not None:
-            await asyncio.to_thread(_remove_stale, folder / "sessions", before=now - self._ttl_s)
+            await asyncio.to_thread(
+                remove_stale, folder / "sessions", "*.md", before=now - self._ttl_s
+            )
 
     async def add(
         self, tenant: str, owner: str | None, lines: Sequence[str], *, max_lines: int
@@ -175,7 +177,7 @@ class FactFiles:
             return
         text = HEADER + "".join(f"{x}\n" for x in ledger.lines)
         try:
-            await asyncio.to_thread(_write, path, text)
+            await asyncio.to_thread(replace_file, path, text.encode())
         except OSError as exc:
             log.warning("learned facts not written (%s): %s", type(exc).__name__, path)
             raise
@@ -194,22 +196,3 @@ def _read(path: Path) -> tuple[tuple[str, ...], float | None]:
         return (), None
     lines = tuple(line for line in map(clean_line, text.splitlines()) if line is not None)
     return lines, written_at
-
-
-def _remove_stale(folder: Path, *, before: float) -> None:
-    """Remove the session fact files (`*.md`) last written before `before` (seconds since the
-    epoch). Best effort: a file it cannot look at or remove is left, nothing else is touched."""
-    for path in folder.glob("*.md"):
-        try:
-            status = path.lstat()
-            if stat.S_ISREG(status.st_mode) and status.st_mtime < before:
-                path.unlink()
-        except OSError:
-            continue
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
