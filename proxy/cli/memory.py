@@ -24,7 +24,7 @@ import aiohttp
 
 from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.upstream.transport import unreachable
-from proxy.config import cli_key, load_settings
+from proxy.cli.source import where_to_read
 from proxy.errors import StoreUnavailable
 from proxy.memory.index import export_markdown
 from proxy.settings import Settings
@@ -117,18 +117,11 @@ def _message(text: str) -> str:
 
 
 def open_facts(args: argparse.Namespace, *, environ: Mapping[str, str]) -> FactSource:
-    """`--redis`, else `--url`, else what the config describes (as `ctxproxy sessions`)."""
-    if args.redis:
-        return RedisFacts(args.redis, prefix=args.prefix or "ctxproxy:")
-    if args.url:
-        return HttpFacts(args.url, key=cli_key(args.key, environ=environ))
-    settings = load_settings(args.config, environ=environ)
-    if not settings.store.url.startswith("memory://"):
-        prefix = args.prefix or settings.store.key_prefix
-        return RedisFacts(settings.store.url, prefix=prefix, settings=settings)
-    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
-    url = f"http://{host}:{settings.server.port}"
-    return HttpFacts(url, key=cli_key(args.key, environ=environ))
+    """Where the facts are read (`proxy.cli.source.where_to_read`, as `ctxproxy sessions`)."""
+    place = where_to_read(args, environ=environ)
+    if place.redis:
+        return RedisFacts(place.url, prefix=place.prefix, settings=place.settings)
+    return HttpFacts(place.url, key=place.key)
 
 
 async def run_command(source: FactSource, args: argparse.Namespace) -> int:

@@ -21,9 +21,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from proxy.cli.source import Event, HttpSource, RedisSource, SessionSource
+from proxy.cli.source import Event, HttpSource, RedisSource, SessionSource, where_to_read
 from proxy.cli.view import SessionKey, session_detail_view, sessions_table
-from proxy.config import cli_key, load_settings
 from proxy.errors import StoreUnavailable
 
 
@@ -91,18 +90,11 @@ async def run_watch(
 
 
 def open_source(args: argparse.Namespace, *, environ: Mapping[str, str]) -> SessionSource:
-    """`--redis`, else `--url`, else what the config describes. `environ` gives the config and
-    `CTXPROXY_KEY` (see `proxy.config`); the command line passes `os.environ`."""
-    if args.redis:
-        return RedisSource(args.redis, prefix=args.prefix or "ctxproxy:")
-    if args.url:
-        return HttpSource(args.url, key=cli_key(args.key, environ=environ))
-    settings = load_settings(args.config, environ=environ)
-    if not settings.store.url.startswith("memory://"):
-        return RedisSource(settings.store.url, prefix=args.prefix or settings.store.key_prefix)
-    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
-    url = f"http://{host}:{settings.server.port}"
-    return HttpSource(url, key=cli_key(args.key, environ=environ))
+    """Where the sessions are read (`where_to_read`)."""
+    place = where_to_read(args, environ=environ)
+    if place.redis:
+        return RedisSource(place.url, prefix=place.prefix)
+    return HttpSource(place.url, key=place.key)
 
 
 def run_sessions(args: argparse.Namespace) -> int:

@@ -6,20 +6,55 @@ proxy's admin views (`GET /v1/ctx/sessions[/{id}]`, `GET /v1/ctx/events`), catch
 way; there its `events` waits, then asks, and the caller polls. Errors pass through as their
 transport raised them (`StoreUnavailable`, `aiohttp.ClientError`, `OSError`): the CLI reports
 them. `close` releases the connection.
+
+`where_to_read` picks where a command reads (`ctxproxy sessions`, and `ctxproxy memory` with its
+own pair of adapters): `--redis`, else `--url`, else what the config describes.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 
 from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.upstream.transport import unreachable
+from proxy.config import cli_key, load_settings
+from proxy.settings import Settings
 
 Event = dict[str, str]
 CATCH_UP_PAGES = 20
+
+
+class Place(NamedTuple):
+    """Where a command reads: a Redis store (`redis`: its `prefix`, and the `settings` when the
+    config named it), else a running proxy's admin views (with the admin `key`)."""
+
+    url: str
+    redis: bool
+    prefix: str = ""
+    settings: Settings | None = None
+    key: str | None = None
+
+
+def where_to_read(args: argparse.Namespace, *, environ: Mapping[str, str]) -> Place:
+    """`--redis`, else `--url`, else the config's: its Redis store, or with an embedded store the
+    running proxy it describes (a wildcard host asked at 127.0.0.1). `environ` gives the config
+    and `CTXPROXY_KEY` (see `proxy.config`); the command line passes `os.environ`."""
+    if args.redis:
+        return Place(args.redis, redis=True, prefix=args.prefix or "ctxproxy:")
+    if args.url:
+        return Place(args.url, redis=False, key=cli_key(args.key, environ=environ))
+    settings = load_settings(args.config, environ=environ)
+    if not settings.store.url.startswith("memory://"):
+        prefix = args.prefix or settings.store.key_prefix
+        return Place(settings.store.url, redis=True, prefix=prefix, settings=settings)
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
+    url = f"http://{host}:{settings.server.port}"
+    return Place(url, redis=False, key=cli_key(args.key, environ=environ))
 
 
 class SessionSource(Protocol):
