@@ -96,26 +96,28 @@ def is_summary_call(messages: list[dict[str, Any]]) -> bool:
 
 def user_name(messages: list[dict[str, Any]]) -> str:
     """The name the bootstrapped user profile gives, or `there` without one."""
-    for message in messages:
-        content = message.get("content")
-        if message.get("role") == "system" and isinstance(content, str):
-            found = NAME.search(content)
-            if found:
-                return found.group(1) or found.group(2)
-    return "there"
+    found = _in_system(messages, NAME)
+    return (found.group(1) or found.group(2)) if found else "there"
 
 
 def newest_memory(messages: list[dict[str, Any]]) -> str:
     """The last line of the system prompt's memory index, without its date (`nothing yet`)."""
+    found = _in_system(messages, MEMORY_INDEX)
+    if not found:
+        return "nothing yet"
+    text = re.sub(r"^- \d{4}-\d{2}-\d{2}: ", "", found.group(1).splitlines()[-1])
+    return text[:1].lower() + text[1:]
+
+
+def _in_system(messages: list[dict[str, Any]], pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """The first match of `pattern` in a system message's text, in order."""
     for message in messages:
         content = message.get("content")
         if message.get("role") == "system" and isinstance(content, str):
-            found = MEMORY_INDEX.search(content)
+            found = pattern.search(content)
             if found:
-                last = found.group(1).splitlines()[-1]
-                text = re.sub(r"^- \d{4}-\d{2}-\d{2}: ", "", last)
-                return text[:1].lower() + text[1:]
-    return "nothing yet"
+                return found
+    return None
 
 
 def summarize(messages: list[dict[str, Any]]) -> str:
