@@ -1,6 +1,6 @@
 """The prepared internal body → the request for an OpenAI-compatible upstream (pure).
 
-The internal body already is a chat-completions request; two things are done for the upstream:
+The internal body already is a chat-completions request; a few things are done for the upstream:
 - `cache_control` markers are removed (on messages, parts, tool calls, tools and the body),
   unless `keep_markers` (an upstream with `cache_style = "anthropic"`, a gateway passing them
   to Claude, takes them);
@@ -11,8 +11,11 @@ The internal body already is a chat-completions request; two things are done for
 - with `images` (the images of the client's tool results, `proxy.inbound.result_images`), they
   go in a `user` message after the tool messages, a note in each tool message
   (`proxy.translate.tool_images`; a chat `tool` message holds text only), without markers.
-Everything else goes as it is. `estimate_input_tokens` is the count a `count_tokens` request
-gets when the upstream cannot count (characters of the messages and tools / 4).
+Everything else goes as it is. What the internal body never holds never reaches a chat upstream,
+and is counted nowhere: `thinking` and `redacted_thinking` blocks and Responses `reasoning` items
+(the other provider's signed or encrypted data, which no chat model can read), server-tool
+blocks. `estimate_input_tokens` is the count a `count_tokens` request gets when the upstream
+cannot count (characters of the messages and tools / 4).
 """
 
 from __future__ import annotations
