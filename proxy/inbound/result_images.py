@@ -29,42 +29,43 @@ def messages_result_images(
     final: Sequence[Message], carrier: MessagesCarrier
 ) -> dict[int, list[JSON]]:
     """Image parts by the index in `final` of the tool message whose `tool_result` held them."""
-    out: dict[int, list[JSON]] = {}
-    for index, j in _tool_origins(final, carrier.origins):
-        result = client_blocks(carrier, carrier.origins[j])[0]
-        content = result.get("content") if isinstance(result, dict) else None
-        found = _images(content, "image", messages_blocks.part_of)
-        if found:
-            out[index] = found
-    return out
+    held: dict[int, list[JSON]] = {}
+    for j, origin in enumerate(carrier.origins):
+        if origin.internal.get("role") == "tool":
+            result = client_blocks(carrier, origin)[0]
+            content = result.get("content") if isinstance(result, dict) else None
+            held[j] = _images(content, "image", messages_blocks.part_of)
+    return _by_message(final, carrier.origins, held)
 
 
 def responses_result_images(
     final: Sequence[Message], carrier: ResponsesCarrier
 ) -> dict[int, list[JSON]]:
     """Image parts by the index in `final` of the tool message whose output item held them."""
-    out: dict[int, list[JSON]] = {}
-    for index, j in _tool_origins(final, carrier.origins):
-        origin = carrier.origins[j]
-        if origin.expanded:
+    held: dict[int, list[JSON]] = {}
+    for j, origin in enumerate(carrier.origins):
+        if origin.expanded or origin.internal.get("role") != "tool":
             continue
         for item_index in origin.items:
             item = client_item(carrier, item_index)
             if isinstance(item, dict) and item.get("type") in responses_items.OUTPUT_KINDS:
-                found = _images(item.get("output"), "input_image", responses_items.part_of)
-                if found:
-                    out[index] = found
-    return out
+                held[j] = _images(item.get("output"), "input_image", responses_items.part_of)
+    return _by_message(final, carrier.origins, held)
 
 
-def _tool_origins(final: Sequence[Message], origins: Sequence[Any]) -> list[tuple[int, int]]:
-    """(index in `final`, origin index) of each tool message paired with a client result."""
+def _by_message(
+    final: Sequence[Message], origins: Sequence[Any], held: dict[int, list[JSON]]
+) -> dict[int, list[JSON]]:
+    """`held` (images by origin) by the index of the prepared tool message paired with each
+    origin; no pairing at all when no result holds an image (the common case)."""
+    if not any(held.values()):
+        return {}
     found = match_origins(final, origins)
-    return [
-        (index, j)
+    return {
+        index: held[j]
         for index, (message, j) in enumerate(zip(final, found, strict=True))
-        if j is not None and message.get("role") == "tool" == origins[j].internal.get("role")
-    ]
+        if j is not None and message.get("role") == "tool" and held.get(j)
+    }
 
 
 def _images(content: Any, kind: str, part_of: Callable[[Any], JSON | None]) -> list[JSON]:
