@@ -69,7 +69,7 @@ async def one_request(engine: ContextEngine, body: dict[str, Any], session: str)
     """Seconds spent in load → prepare → persist outputs → record for one request."""
     started = time.perf_counter()
     turn = await engine.load_turn("default", session, draft_from_body(body))
-    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    prepared = await engine.prepare(body, turn=turn, api_key=None, recall=True)
     await engine.persist_outputs(prepared)
     await engine.record(
         prepared, usage=Usage(prompt_tokens=100), completed=True, messages_in=len(body["messages"])

@@ -31,7 +31,7 @@ async def make_trace(tmp: Path, size: str, *, stream: bool) -> Trace:
     engine = make_engine(tmp)
     body = body_for(size, stream=stream)
     turn = await engine.load_turn("default", f"bench-{size}", draft_from_body(body))
-    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    prepared = await engine.prepare(body, turn=turn, api_key=None, recall=True)
     usage = Usage(prompt_tokens=1234, completion_tokens=56, cached_tokens=1024)
     relayed = Relayed(usage=usage, completed=True, first_byte_s=0.012 if stream else None)
     return Trace(

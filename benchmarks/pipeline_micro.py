@@ -36,7 +36,7 @@ async def steady_turn(engine: ContextEngine, body: dict[str, Any]) -> Turn:
     """The session's turn after two earlier requests of the same body (decisions, lineage)."""
     for _ in range(2):
         turn = await engine.load_turn("default", SESSION, draft_from_body(body))
-        prepared = await engine.prepare(body, turn=turn, api_key=None)
+        prepared = await engine.prepare(body, turn=turn, api_key=None, recall=True)
         await record(engine, prepared, body)
     turn = await engine.load_turn("default", SESSION, draft_from_body(body))
     return turn
@@ -68,11 +68,11 @@ async def measure(size: str, *, runs: int, calls: int) -> dict[str, float]:
         engine = make_engine(Path(tmp))
         raw = orjson.dumps(body_for(size, stream=False))
         turn = await steady_turn(engine, orjson.loads(raw))
-        prepared = await engine.prepare(orjson.loads(raw), turn=turn, api_key=None)
+        prepared = await engine.prepare(orjson.loads(raw), turn=turn, api_key=None, recall=True)
 
         async def prepare(body: JSON) -> None:  # the turn of this very body, as the server's
             fresh = turn._replace(client=draft_from_body(body))
-            await engine.prepare(body, turn=fresh, api_key=None)
+            await engine.prepare(body, turn=fresh, api_key=None, recall=True)
 
         async def load(body: JSON) -> None:
             await engine.load_turn("default", SESSION, draft_from_body(body))
@@ -97,7 +97,7 @@ async def profile(size: str, *, calls: int) -> None:
         profiler.enable()
         for body in bodies:
             fresh = turn._replace(client=draft_from_body(body))
-            await engine.prepare(body, turn=fresh, api_key=None)
+            await engine.prepare(body, turn=fresh, api_key=None, recall=True)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
 

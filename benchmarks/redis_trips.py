@@ -94,7 +94,7 @@ async def one_request(
     """The store's part of one request: load → prepare → persist → record with the request's
     events (as `proxy.server.chat` does after the answer)."""
     turn = await engine.load_turn("default", session, draft_from_body(body))
-    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    prepared = await engine.prepare(body, turn=turn, api_key=None, recall=True)
     await engine.persist_outputs(prepared)
     usage = Usage(prompt_tokens=100)
     trace = Trace(

@@ -8,10 +8,14 @@ comments, multi-line `data:` and UTF-8 split across chunks. A partial event is n
 
 Writing: `data_event` (one `data:` event of JSON), `error_event` (the in-band error event that ends
 a stream which has already started: an OpenAI-shaped error body as its data) and `DONE`.
+
+Watching: `find_set_key`, where an event's bytes may set a JSON key (`"usage"`, `"finish_reason"`)
+to something other than null: what a relay must decode, the rest it copies as it came.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -21,6 +25,25 @@ from proxy.errors import error_body
 
 DONE = b"data: [DONE]\n\n"
 """The last event of a chat-completions stream."""
+
+
+_NULL_VALUE = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*null")
+"""What follows a key whose value is null (JSON whitespace allowed around the colon)."""
+
+
+def find_set_key(data: bytes, key: bytes, start: int = 0, stop: int | None = None) -> int:
+    """Where the first `key` (quoted: `b'"usage"'`) in `data[start:stop]` whose value is not
+    `null` starts, or -1.
+
+    Byte matching, no JSON decoding. A key is never missed however the JSON is spaced or split
+    over `data:` lines: anything after it but `: null` counts as set. A key inside a JSON string
+    is escaped (`\\"usage\\"`) and not found; one that ends a string (`"say \\"usage"`) is found
+    and costs only a decode."""
+    end = len(data) if stop is None else stop
+    at = data.find(key, start, end)
+    while at >= 0 and _NULL_VALUE.match(data, at + len(key)):
+        at = data.find(key, at + len(key), end)
+    return at
 
 
 def data_event(payload: object) -> bytes:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, find_set_key
 
 FRAGMENTS = [
     b"data:", b"data: ", b"event: x", b"id: 7", b"id: a\x00b", b":c", b"retry: 5", b"x", b" ",
@@ -50,3 +51,20 @@ def test_sse_decoder_reads_a_whole_event_chunk_and_holds_an_open_one() -> None:
     assert decoder.pending == b"data: one\ndata: two\n"
     (last,) = decoder.feed(b"\n")
     assert last.data == "one\ntwo" and last.raw == b"data: one\ndata: two\n\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "found"),
+    [
+        (b'{"usage":{"prompt_tokens":1}}', 1),
+        (b'{"usage" : {"prompt_tokens":1}}', 1),
+        (b'{"usage":\ndata: {"prompt_tokens":1}}', 1),
+        (b'{"usage":null}', -1),
+        (b'{"usage" :\n null}', -1),
+        (b'{"usage":null,"x":{"usage" : {}}}', 19),
+        (b'{"text":"say \\"usage\\" twice"}', -1),
+        (b'{"other":1}', -1),
+    ],
+)
+def test_find_set_key_finds_a_key_set_to_anything_but_null(data: bytes, found: int) -> None:
+    assert find_set_key(data, b'"usage"') == found

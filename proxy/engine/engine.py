@@ -111,13 +111,13 @@ class ContextEngine:
         turn: Turn,
         api_key: str | None,
         force_compact: bool = False,
-        recall: bool = True,
+        recall: bool = False,
     ) -> Prepared:
         """The outgoing request for `body` (the client's, as `turn.client` splits it). With the
         store down (`turn.degraded`) budgets only cut: a persisted id would 404. `api_key` goes
         to the summarizer; `force_compact` (the upstream said the context is too long) compacts
-        whatever the thresholds say; `recall` false: the caller runs no recall loop, so the
-        recall tool is never offered."""
+        whatever the thresholds say; `recall` true: the caller runs the recall loop, so the
+        recall tool may be offered (opt-in: a tool nobody answers must never be offered)."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         client, applied = turn.client, turn.applied

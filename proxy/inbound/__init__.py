@@ -6,8 +6,9 @@ touched leaves exactly as it came. What the chat form cannot hold waits in a sid
 `Carrier`; `splice` pairs prepared messages with the client's.
 
 Shared: splice (pairing, re-rendering a changed message), sse_write (one SSE event), chat_request
-(the prepared body → a chat upstream's request), chat_stream (reading a chat upstream's stream
-for messages_stream and responses_stream).
+(the prepared body → a chat upstream's request), result_images (the images of the client's tool
+results, which a chat upstream gets in a user message), chat_stream (reading a chat upstream's
+stream for messages_stream and responses_stream).
 
 A Messages request meets: messages_session (its session id) → messages_request (body → internal
 body + `Carrier`; blocks, carrier) → [the pipeline] → messages_render and messages_turns (an

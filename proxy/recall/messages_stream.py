@@ -12,7 +12,9 @@ ends the rounds with the caller's error event instead. The client receives one m
     content blocks  relayed as they arrive, every round, `index` renumbered across the rounds
                     (from 0, no gaps); a `tool_use` block is held until its round's stop: a
                     round calling the recall tool drops every one of its own (the client's
-                    too: the model re-issues them), another releases the client's
+                    too: the model re-issues them), another releases the client's; a block
+                    after a held client `tool_use` is held behind it (the client sees the
+                    model's order), released with it, or when the next round starts
     message_delta   one: the round's without recall calls, or `finish()`'s when the rounds
                     stopped with one ("tool_use" if client calls are left, else "end_turn");
                     after several rounds its usage is their sum, every counter (the SDK takes
@@ -95,6 +97,15 @@ class _Round:
     delta_raw: bytes = b""
     decoder: SSEDecoder = field(default_factory=SSEDecoder)
 
+    def holds_client_use(self, *, tool_name: str) -> bool:
+        """Whether a client `tool_use` block of the round is held (later blocks wait for it)."""
+        return any(
+            b.client is None
+            and b.start.get("type") == TOOL_USE
+            and b.start.get("name") != tool_name
+            for b in self.blocks.values()
+        )
+
     def uses(self, *, tool_name: str) -> tuple[list[JSON], list[JSON]]:
         starts = [block.start for _, block in sorted(self.blocks.items())]
         return split_uses(starts, tool_name=tool_name)
@@ -129,9 +140,7 @@ class MessagesStreamMerger:
 
     def feed_bytes(self, chunk: bytes) -> bytes:
         """The bytes to send the client for this read of the upstream's stream."""
-        if self._stale:
-            self._round, self._stale = _Round(), False
-        out = bytearray()
+        out = bytearray(self._next_round() if self._stale else b"")
         for event in self._round.decoder.feed(chunk):
             out += self.feed(event)
         return bytes(out)
@@ -141,7 +150,7 @@ class MessagesStreamMerger:
         if event.is_comment_only or not event.data:
             return event.raw
         if self._stale:
-            self._round, self._stale = _Round(), False
+            return self._next_round() + self.feed(event)
         try:
             payload = orjson.loads(event.data)
         except orjson.JSONDecodeError:
@@ -175,8 +184,9 @@ class MessagesStreamMerger:
         blocks = self._round.blocks
         if payload["type"] == "content_block_start":
             start = payload.get("content_block")
+            waits = self._round.holds_client_use(tool_name=self.tool_name)
             blocks[index] = _Block(dict(start) if isinstance(start, dict) else {})
-            if blocks[index].start.get("type") != TOOL_USE:
+            if blocks[index].start.get("type") != TOOL_USE and not waits:
                 blocks[index].client, self._next = self._next, self._next + 1
         block = blocks.get(index)
         if block is None:
@@ -205,16 +215,30 @@ class MessagesStreamMerger:
         self._stopped = True
         return raw
 
-    def _release(self, state: _Round, reason: str | None, *, usages: list[Any]) -> bytes:
-        """The round's client `tool_use` blocks (indexed on), then the one `message_delta`."""
-        self._finished = True
+    def _next_round(self) -> bytes:
+        """A new round starts: the blocks the last one held behind a client `tool_use` go out
+        (a round that called the recall tool: its `tool_use` blocks dropped)."""
+        last, self._round, self._stale = self._round, _Round(), False
+        return self._held_blocks(last, uses=False)
+
+    def _held_blocks(self, state: _Round, *, uses: bool) -> bytes:
+        """The round's held blocks in order, indexed on: its client `tool_use` blocks when
+        `uses`, the others always; never the recall tool's."""
         out = bytearray()
         for _, block in sorted(state.blocks.items()):
             if block.client is not None or block.start.get("name") == self.tool_name:
                 continue
+            if block.start.get("type") == TOOL_USE and not uses:
+                continue
             block.client, self._next = self._next, self._next + 1
             for raw, payload in block.held:
                 out += _indexed(raw, payload, block.client)
+        return bytes(out)
+
+    def _release(self, state: _Round, reason: str | None, *, usages: list[Any]) -> bytes:
+        """The round's held blocks (indexed on), then the one `message_delta`."""
+        self._finished = True
+        out = bytearray(self._held_blocks(state, uses=True))
         assert state.delta is not None
         if not self.rounds and reason == state.stop_reason:
             return bytes(out + state.delta_raw)  # a lone round's, as it came

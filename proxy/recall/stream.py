@@ -19,7 +19,7 @@ The client receives one answer:
 
 Later rounds go out under round 0's `id`, `model` and `created`. Round 0's chunks go out as they
 came while nothing in them changes; `feed_bytes` does not even decode its content chunks (no tool
-call, a null finish_reason, no usage object: judged on their bytes).
+call, a null finish_reason, a null or no usage: judged on their bytes, however spaced).
 """
 
 from __future__ import annotations
@@ -32,17 +32,16 @@ import orjson
 
 from proxy.recall.held_calls import HeldCalls
 from proxy.recall.rounds import HEAD_KEYS, Round, sum_usage
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, find_set_key
 from proxy.types import JSON
 
 __all__ = ["StreamMerger"]
 
 _DONE = b"data: [DONE]\n\n"
-_NOT_PLAIN = (
-    b'"tool_calls"', b'"finish_reason":"', b'"finish_reason": "', b'"usage":{', b'"usage": {',
-    b"[DONE]", b'"error"',
-)  # fmt: skip
+_NOT_PLAIN = (b'"tool_calls"', b"[DONE]", b'"error"')
 """Bytes that may start what `feed` must see (a key cannot occur unescaped in a JSON string)."""
+_SET_KEYS = (b'"finish_reason"', b'"usage"')
+"""Keys whose value, unless null, `feed` must see (`find_set_key`: however the JSON is spaced)."""
 
 
 @dataclass(slots=True)
@@ -118,6 +117,10 @@ class StreamMerger:
         cut = len(chunk)
         for marker in _NOT_PLAIN:
             at = chunk.find(marker, 0, cut)
+            if at >= 0:
+                cut = at
+        for key in _SET_KEYS:
+            at = find_set_key(chunk, key, 0, cut)
             if at >= 0:
                 cut = at
         end = chunk.rfind(b"\n\n", 0, cut)

@@ -3,7 +3,8 @@
 `recall_tool` is the function-tool definition: the same bytes for one tool name every time, so a
 session offered it keeps one cached prefix. `offer_recall` decides whether a request gets it
 (rules below); `with_recall_tool` appends it at the end of `tools` (the client's tools keep their
-place); `without_recall_tool` takes it out again for the last round, which must answer.
+place); `answering` is the last round's body, which must answer: the tool stays defined,
+`tool_choice` is "none".
 `split_calls` tells the proxy's calls from the client's in an answer; `continuation` is what the
 next round appends to the upstream conversation (the assistant's recall calls and their results).
 
@@ -30,13 +31,13 @@ from proxy.types import JSON, Message
 __all__ = [
     "Offer",
     "RecallSettings",
+    "answering",
     "continuation",
     "next_round_body",
     "offer_recall",
     "recall_tool",
     "split_calls",
     "with_recall_tool",
-    "without_recall_tool",
 ]
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -148,20 +149,22 @@ def with_recall_tool(body: JSON, *, settings: RecallSettings) -> JSON:
     return {**body, "tools": [*kept, recall_tool(tool_name=settings.tool_name)]}
 
 
-def without_recall_tool(body: JSON, *, settings: RecallSettings) -> JSON:
-    """`body` without the recall tool (the last round); without `tools` (and a `tool_choice` or
-    `parallel_tool_calls` that came with them) when it was the only one."""
-    tools = body.get("tools")
-    if not isinstance(tools, list):
+def answering(body: JSON, *, settings: RecallSettings) -> JSON:
+    """`body` for the last round, which must answer: the tools kept as they were (a history
+    holding calls of the recall tool needs it defined: the Messages API refuses tool blocks of
+    tools a request does not define; and the cached prefix stays byte-stable), `tool_choice`
+    "none". A client's `tool_choice` naming one of its own functions is kept: it forbids the
+    recall tool as well, and overriding it would change what the client asked for. `body`
+    itself when it carries no tools (nothing to forbid)."""
+    if not isinstance(body.get("tools"), list):
         return body
-    kept = [t for t in tools if settings.tool_name not in _tool_names([t])]
-    if len(kept) == len(tools):
-        return body
-    out = {**body, "tools": kept}
-    if not kept:
-        for key in ("tools", "tool_choice", "parallel_tool_calls"):
-            out.pop(key, None)
-    return out
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if name != settings.tool_name:
+            return body
+    return {**body, "tool_choice": "none"}
 
 
 def split_calls(tool_calls: Iterable[Any], *, tool_name: str) -> tuple[list[JSON], list[JSON]]:
@@ -212,6 +215,6 @@ def next_round_body(
     body: JSON, added: Sequence[Message], *, last: bool, settings: RecallSettings
 ) -> JSON:
     """The upstream body of the next round: `body`'s messages then `added` (so the previous
-    round's prefix stays cached); the last round goes without the recall tool."""
+    round's prefix stays cached); the last round cannot call a tool (`answering`)."""
     out = {**body, "messages": [*body["messages"], *added]}
-    return without_recall_tool(out, settings=settings) if last else out
+    return answering(out, settings=settings) if last else out

@@ -29,6 +29,7 @@ from proxy.engine.prepared import Prepared
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.messages_carrier import Carrier
 from proxy.inbound.messages_render import internal_to_messages
+from proxy.inbound.result_images import messages_result_images
 from proxy.ports import Upstream, UpstreamReply
 from proxy.recall.answer import OutputReader
 from proxy.server.body import with_usage_requested
@@ -122,7 +123,10 @@ def upstream_body(upstream: Upstream, inbound: Inbound, prepared: Prepared) -> J
     if isinstance(upstream, AnthropicUpstream):
         return internal_to_messages(prepared.body, inbound.carrier)
     keep = prepared.turn.cache_style == "anthropic"
-    return chat_request(prepared.body, keep_markers=keep, max_output_tokens=inbound.output_cap)
+    images = messages_result_images(prepared.body.get("messages") or [], inbound.carrier)
+    return chat_request(
+        prepared.body, keep_markers=keep, max_output_tokens=inbound.output_cap, images=images
+    )
 
 
 async def _send(

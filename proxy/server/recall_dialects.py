@@ -119,8 +119,8 @@ class Dialect(Protocol[R]):
         ...
 
 
-_FINISH_REASON = re.compile(rb'"finish_reason": ?"')
-_MESSAGE_DELTA = re.compile(rb'"type": ?"message_delta"')
+_FINISH_REASON = re.compile(rb'"finish_reason"\s*:\s*"')
+_MESSAGE_DELTA = re.compile(rb'"type"\s*:\s*"message_delta"')
 
 
 @dataclass(frozen=True, slots=True)

@@ -227,7 +227,7 @@ class RecallLoop(Generic[R]):
         return first._replace(body=orjson.dumps(self._dialect.combine(answers)))
 
     async def _continued(self, outgoing: JSON, ended: R, number: int) -> JSON:
-        """The next round's body: the calls answered and appended (without the tool after the
+        """The next round's body: the calls answered and appended (no tool call allowed after the
         last allowed round)."""
         answers = await self._answers(ended.recall_calls)
         added = self._dialect.continuation(ended, answers, number)

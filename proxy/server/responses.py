@@ -25,6 +25,7 @@ from proxy.inbound.responses_compaction import is_compaction_request, without_tr
 from proxy.inbound.responses_render import internal_to_responses
 from proxy.inbound.responses_request import responses_to_internal
 from proxy.inbound.responses_response import response_id_for
+from proxy.inbound.result_images import responses_result_images
 from proxy.inbound.usage_report import history_scale
 from proxy.ports import ResponsesUpstream, Upstream, UpstreamReply
 from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
@@ -150,7 +151,8 @@ class Sender:
             rendered = internal_to_responses(body, self._carrier)
             return await self.native.send_responses(rendered, headers=headers, api_key=api_key)
         if not self._anthropic:  # the Anthropic adapter translates the chat body itself
-            body = chat_request(body, keep_markers=self._keep_markers)
+            images = responses_result_images(body.get("messages") or [], self._carrier)
+            body = chat_request(body, keep_markers=self._keep_markers, images=images)
         return await self._chat.send_chat(
             body, headers=headers, api_key=api_key, previous_id=previous_id
         )

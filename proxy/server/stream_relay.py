@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Mapping
 
@@ -43,7 +42,7 @@ from proxy.server.relay import (
     with_ours,
     write_to_client,
 )
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, find_set_key
 from proxy.usage import Usage, is_usage_only_chunk, usage_from
 
 log = logging.getLogger("proxy.server.relay")  # the name it logged under before the split
@@ -54,9 +53,8 @@ MARKERS = (b'"error"', b"[DONE]")
 """Bytes that send an event through the decoder rather than the plain-copy path; so does a
 `"usage"` whose value is not `null` (`find_usage`)."""
 USAGE = b'"usage"'
-NULL_VALUE = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*null")
-"""What follows a `"usage"` key whose value is null (OpenAI sends one in every chunk but the
-last when `stream_options.include_usage` is on): such an event is copied without decoding."""
+"""A `"usage"` key whose value is null (OpenAI sends one in every chunk but the last when
+`stream_options.include_usage` is on) leaves its event copied without decoding."""
 
 
 async def relay_stream(
@@ -240,16 +238,9 @@ def plain_end(chunk: bytes, start: int = 0) -> int:
 
 
 def find_usage(data: bytes, start: int = 0, stop: int | None = None) -> int:
-    """Where the first `"usage"` in `data[start:stop]` whose value is not `null` starts, or -1.
-
-    Byte matching, no JSON decoding: a `"usage"` in a JSON string is escaped (`\\"usage\\"`)
-    and not found; one that ends a string (`"say \\"usage"`) is found and costs only a decode.
-    A usage object is never missed: its key is followed by `{`, not `null`."""
-    end = len(data) if stop is None else stop
-    at = data.find(USAGE, start, end)
-    while at >= 0 and NULL_VALUE.match(data, at + len(USAGE)):
-        at = data.find(USAGE, at + len(USAGE), end)
-    return at
+    """Where the first `"usage"` in `data[start:stop]` whose value is not `null` starts, or -1
+    (`proxy.sse.find_set_key`: a usage object is never missed)."""
+    return find_set_key(data, USAGE, start, stop)
 
 
 async def _drain(stream: AsyncIterator[bytes]) -> None:

@@ -76,3 +76,37 @@ async def test_a_recall_by_ref_goes_through_the_translation_and_never_reaches_th
     assert results["content"][0]["tool_use_id"] == "toolu_r1"
     assert result_text(results["content"][0]) == LOG
     assert usage is not None and usage["prompt_tokens"] == 24 and usage["completion_tokens"] == 10
+
+
+def always_recalling(body: JSON) -> Reply:
+    """A model that calls the recall tool whenever it may; with `tool_choice` none it answers."""
+    step = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if body.get("tool_choice") == {"type": "none"}:
+        return text(f"step {step}: done.")
+    return tool_use((f"toolu_r{step}", "ctx_recall", {"query": "ok"}), lead=f"step {step}. ")
+
+
+@pytest.mark.parametrize("tools", [[], [BASH]], ids=["recall-only", "client-tool"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_max_rounds_keeps_the_tool_defined_and_forbids_its_use_in_the_last_round(
+    make_anthropic_proxy: MakeAnthropicProxy, stream: bool, tools: list[JSON]
+) -> None:
+    """The last round's history holds `tool_use` blocks of the recall tool: the API refuses them
+    without the tools defined, so the tool stays (the same bytes) and `tool_choice` is none."""
+    proxy = await make_anthropic_proxy(tenant_extra="[tenants.default.recall]\nmax_rounds = 2\n")
+    proxy.fake.respond, proxy.fake.tools_required = always_recalling, True
+    extra: JSON = {"tools": tools} if tools else {}
+    async with proxy.client() as client:
+        if stream:
+            chunks = [c async for c in await client.chat.completions.create(
+                model=MODEL, messages=history(), stream=True, **extra)]  # fmt: skip
+            content, finish = streamed(chunks).content, streamed(chunks).finish_reasons
+        else:
+            done = await client.chat.completions.create(model=MODEL, messages=history(), **extra)
+            content, finish = done.choices[0].message.content, [done.choices[0].finish_reason]
+    assert content == "step 3. step 4. step 5: done." and finish == ["stop"]
+    bodies = [r.body for r in proxy.fake.received]
+    assert len(bodies) == 3
+    assert bodies[2]["tools"] == bodies[1]["tools"] == bodies[0]["tools"]
+    assert [t["name"] for t in bodies[0]["tools"]] == [*(["bash"] if tools else []), "ctx_recall"]
+    assert [b.get("tool_choice") for b in bodies] == [None, None, {"type": "none"}]

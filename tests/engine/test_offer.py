@@ -81,17 +81,28 @@ async def test_the_engine_offers_it_and_its_record_keeps_it_offered(tmp_path: Pa
     messages = [user("go"), *exchange("c1", "a" * 900), *exchange("c2", "b"), *exchange("c3", "c")]
     body = {"model": "gpt-4o", "messages": messages}
     turn = await engine.load_turn("a", "s1", draft_from_body(body))
-    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    prepared = await engine.prepare(body, turn=turn, api_key=None, recall=True)
     assert prepared.recall.offered and prepared.body["tools"][-1] == recall_tool(
         tool_name="ctx_recall"
     )
     assert await engine.record(prepared, usage=None, completed=True, messages_in=7)
     short = {"model": "gpt-4o", "messages": [user("new task")]}
     turn = await engine.load_turn("a", "s1", draft_from_body(short))
-    again = await engine.prepare(short, turn=turn, api_key=None)
+    again = await engine.prepare(short, turn=turn, api_key=None, recall=True)
     assert again.recall.offered and again.body["tools"] == prepared.body["tools"]
     other = await engine.load_turn("a", "s2", draft_from_body(short))
-    assert "tools" not in (await engine.prepare(short, turn=other, api_key=None)).body
+    assert "tools" not in (await engine.prepare(short, turn=other, api_key=None, recall=True)).body
+
+
+async def test_the_engine_offers_nothing_unless_the_caller_runs_the_loop(tmp_path: Path) -> None:
+    """A route that answers no recall call must not offer the tool: offering is opt-in."""
+    engine = make_engine(tmp_path, Clock())
+    messages = [user("go"), *exchange("c1", "a" * 900), *exchange("c2", "b"), *exchange("c3", "c")]
+    body = {"model": "gpt-4o", "messages": messages}
+    turn = await engine.load_turn("a", "s1", draft_from_body(body))
+    prepared = await engine.prepare(body, turn=turn, api_key=None)
+    assert prepared.body["messages"] != messages, "something was cut"
+    assert not prepared.recall.offered and "tools" not in prepared.body
 
 
 def test_a_summarizers_prefix_carries_the_tool_when_the_sessions_requests_do() -> None:

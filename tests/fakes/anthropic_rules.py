@@ -7,7 +7,9 @@ start of the next user message (and no stray `tool_result`), at most 4 `cache_co
 the thinking budget and its sampling limits. With `beta` (a request carrying `anthropic-beta`):
 the SDK's beta request types (`context_management`, `mcp_servers`, …), sampling parameters
 accepted (the installed SDK no longer lists them; the API takes them for older models) and tool
-schemas free-form.
+schemas free-form. With `tools_required`: `tools` defined when the messages hold `tool_use` or
+`tool_result` blocks (the API refuses such a request without them; off unless asked for, since
+many scenarios here replay a history without the tools it was made with).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def _force(value: Any) -> Any:
     return [_force(v) for v in value]
 
 
-def request_problem(body: JSON, *, beta: bool = False) -> str | None:
+def request_problem(body: JSON, *, beta: bool = False, tools_required: bool = False) -> str | None:
     """The API's 400 message for `body`, or None when the request is acceptable."""
     if "max_tokens" not in body:
         return "max_tokens: Field required"
@@ -67,6 +69,7 @@ def request_problem(body: JSON, *, beta: bool = False) -> str | None:
         sdk_problem(body, beta=beta)
         or _turn_problem(body.get("messages") or [])
         or _tool_pairing_problem(body.get("messages") or [])
+        or (_undefined_tools_problem(body) if tools_required else None)
         or _cache_control_problem(body)
         or _thinking_problem(body)
     )
@@ -117,6 +120,23 @@ def _tool_pairing_problem(messages: list[JSON]) -> str | None:
         missing = [tid for tid in _tool_use_ids(message) if tid not in answered]
         if missing:
             return UNANSWERED.format(i=i, ids=", ".join(missing))
+    return None
+
+
+UNDEFINED_TOOLS = (
+    "messages.{i}.content.{j}: Requests which include `tool_use` or `tool_result` blocks "
+    "must define tools."
+)
+
+
+def _undefined_tools_problem(body: JSON) -> str | None:
+    """The API refuses a history of tool blocks in a request that defines no tools."""
+    if body.get("tools"):
+        return None
+    for i, message in enumerate(body.get("messages") or []):
+        for j, block in enumerate(_blocks(message.get("content"))):
+            if block.get("type") in ("tool_use", "tool_result"):
+                return UNDEFINED_TOOLS.format(i=i, j=j)
     return None
 
 

@@ -136,3 +136,35 @@ def test_max_output_tokens_lowers_a_larger_ask_and_leaves_a_smaller_one() -> Non
     assert chat_request(body, max_output_tokens=64000)["max_completion_tokens"] == 32000
     assert chat_request(body)["max_completion_tokens"] == 32000
     assert body["max_completion_tokens"] == 32000
+
+
+def test_images_of_tool_results_follow_the_tool_messages_without_markers() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://x/y.png"}, "cache_control": MARK}
+    call = {"id": "t1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    internal = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "shoot"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "t1", "content": [{"type": "text", "text": "ok"}]},
+        ],
+    }
+    before = copy.deepcopy(internal)
+    for keep in (False, True):
+        sent = chat_request(internal, keep_markers=keep, images={2: [image]})
+        assert sent["messages"][2:] == [
+            {
+                "role": "tool",
+                "tool_call_id": "t1",
+                "content": "ok\n[1 image: in the user message after the tool results]",
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "[image from tool call t1]"},
+                    {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                ],
+            },
+        ]
+        assert chat_problem(sent) is None
+    assert internal == before

@@ -104,14 +104,15 @@ async def test_a_recall_by_ref_reaches_the_client_byte_for_byte_and_the_tool_nev
     assert sent[1]["tools"] == sent[0]["tools"]  # the cached prefix stays
 
 
-async def test_max_rounds_ends_with_a_round_without_the_tool() -> None:
+async def test_max_rounds_ends_with_a_round_that_may_not_call_the_tool() -> None:
     def always_recalls(outgoing: JSON) -> bytes:
         return openai_round("chatcmpl-x", calls=[("ctx_recall", "c", ['{"query": "log"}'])])
 
     body, prepared = request()
     out, sent = await drive(body, prepared, always_recalls, settings=RecallSettings(max_rounds=2))
     assert len(sent) == 3
-    assert [("tools" in s) for s in sent] == [True, True, False]
+    assert sent[2]["tools"] == sent[1]["tools"] == sent[0]["tools"]
+    assert [s.get("tool_choice") for s in sent] == [None, None, "none"]
     chunks, done = client_view(out)
     assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
     assert done == 1 and b"ctx_recall" not in out

@@ -136,3 +136,37 @@ def test_a_round_cut_mid_event_leaves_it_pending() -> None:
     data = streamed(message("m1", SAID, ANSWER))
     merger.feed_bytes(data[: len(data) // 2])
     assert merger.pending
+
+
+LATER = {"type": "text", "text": "Reading it now."}
+
+
+def test_a_lone_round_keeps_its_blocks_order_after_a_client_call() -> None:
+    data = streamed(message("m1", SAID, READ, LATER))
+    out, [ended] = merge([data])
+    assert out == data and ended.recall_calls == ()
+    done = final_message(out)
+    assert [b.type for b in done.content] == ["text", "tool_use", "text"]
+
+
+@pytest.mark.parametrize("piece", [0, 9])
+def test_blocks_after_a_client_call_keep_the_models_order_across_rounds(piece: int) -> None:
+    first = streamed(message("m1", SAID, READ, LATER, RECALL))
+    second = streamed(message("m2", ANSWER, READ, LATER))
+    out, _ = merge([first, second], piece=piece)
+    starts = [e for e in client_events(out) if e["type"] == "content_block_start"]
+    assert [e["index"] for e in starts] == [0, 1, 2, 3, 4]
+    done = final_message(out)
+    texts = [b.text if b.type == "text" else b.name for b in done.content]
+    assert texts == [SAID["text"], LATER["text"], ANSWER["text"], READ["name"], LATER["text"]]
+
+
+def test_rounds_stopped_while_recalling_keep_the_order_of_the_last_ones_blocks() -> None:
+    rounds = [streamed(message(f"m{i}", READ, LATER, RECALL)) for i in range(2)]
+    merger = MessagesStreamMerger(tool_name="ctx_recall")
+    out = bytearray()
+    for data in rounds:
+        out += merger.feed_bytes(data)
+        assert merger.end_round().recall_calls
+    done = final_message(bytes(out + merger.finish()))
+    assert [b.type for b in done.content] == ["text", "tool_use", "text"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -304,3 +305,36 @@ def test_a_stream_cut_mid_event_leaves_bytes_pending() -> None:
     merger = StreamMerger(tool_name="ctx_recall", client_wants_usage=False)
     merger.feed_bytes(openai_round("c", content=["x"])[:150])
     assert merger.pending
+
+
+def reshaped(stream: bytes, *, multiline: bool) -> bytes:
+    """`stream` with each JSON event written as a JSON encoder may: spaces around `:` and after
+    `,`, or (`multiline`) an object over several `data:` lines, a line end after each `:`."""
+    out = bytearray()
+    for event in SSEDecoder().feed(stream):
+        if event.data == "[DONE]":
+            out += event.raw
+            continue
+        text = json.dumps(json.loads(event.data), separators=(", ", " : "))
+        if multiline:
+            text = json.dumps(json.loads(event.data), separators=(",", ":\n"))
+        out += b"".join(b"data: " + line.encode() + b"\n" for line in text.split("\n")) + b"\n"
+    return bytes(out)
+
+
+@pytest.mark.parametrize("multiline", [False, True], ids=["spaced", "multiline"])
+@pytest.mark.parametrize("reads", ["events", "rest"])
+def test_usage_and_finish_are_found_however_the_json_is_spaced(multiline: bool, reads: str) -> None:
+    """Reads of whole events (each alone, or all after the first): the undecoded path."""
+    upstream = reshaped(openai_round("chatcmpl-1", content=["Hi"]), multiline=multiline)
+    assert b'"usage":{' not in upstream and b'"usage": {' not in upstream
+    events = [e.raw for e in SSEDecoder().feed(upstream)]
+    merger = StreamMerger(tool_name="ctx_recall", client_wants_usage=True)
+    split = events if reads == "events" else [events[0], b"".join(events[1:])]
+    out = b"".join(merger.feed_bytes(read) for read in split)
+    ended = merger.end_round()
+    assert ended.finish_reason == "stop"
+    assert merger.usage is not None and merger.usage["prompt_tokens"] == 100
+    chunks, done = client_view(out + merger.finish())
+    assert [c["usage"]["prompt_tokens"] for c in chunks if c.get("usage")] == [100]
+    assert done == 1

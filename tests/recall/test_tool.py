@@ -11,13 +11,13 @@ import pytest
 from proxy.recall.tool import (
     Offer,
     RecallSettings,
+    answering,
     continuation,
     next_round_body,
     offer_recall,
     recall_tool,
     split_calls,
     with_recall_tool,
-    without_recall_tool,
 )
 from proxy.types import JSON
 from tests.factories import call, user
@@ -85,13 +85,22 @@ def test_the_tool_goes_after_the_clients_own_and_the_input_is_untouched() -> Non
     assert with_recall_tool(body(), settings=ON)["tools"] == [recall_tool(tool_name="ctx_recall")]
 
 
-def test_the_last_round_goes_without_the_tool() -> None:
+def test_the_last_round_keeps_the_tools_and_may_call_none() -> None:
     mixed = with_recall_tool(body(tools=[client_tool("bash")], tool_choice="auto"), settings=ON)
-    assert without_recall_tool(mixed, settings=ON) == {**mixed, "tools": [client_tool("bash")]}
+    kept = copy.deepcopy(mixed)
+    assert answering(mixed, settings=ON) == {**mixed, "tool_choice": "none"} and mixed == kept
     alone = with_recall_tool(body(parallel_tool_calls=False), settings=ON)
-    assert without_recall_tool(alone, settings=ON) == body()
-    untouched = body(tools=[client_tool("bash")])
-    assert without_recall_tool(untouched, settings=ON) is untouched
+    assert answering(alone, settings=ON) == {**alone, "tool_choice": "none"}
+    forced = {"type": "function", "function": {"name": "ctx_recall"}}
+    assert answering({**alone, "tool_choice": forced}, settings=ON)["tool_choice"] == "none"
+    untouched = body()
+    assert answering(untouched, settings=ON) is untouched
+
+
+def test_the_last_round_keeps_a_tool_choice_naming_the_clients_own_tool() -> None:
+    named = {"type": "function", "function": {"name": "bash"}}
+    sent = with_recall_tool(body(tools=[client_tool("bash")], tool_choice=named), settings=ON)
+    assert answering(sent, settings=ON) is sent
 
 
 def test_split_calls_tells_the_proxys_calls_from_the_clients() -> None:
@@ -129,14 +138,15 @@ def test_continuation_carries_the_recall_calls_and_one_result_each() -> None:
         continuation(None, calls, ["one"], round_index=0)
 
 
-def test_the_next_round_appends_to_the_prefix_and_the_last_drops_the_tool() -> None:
+def test_the_next_round_appends_to_the_prefix_and_the_last_may_call_no_tool() -> None:
     first = with_recall_tool(body(), settings=ON)
     added = continuation(None, [call("a", "ctx_recall")], ["T"], round_index=0)
     second = next_round_body(first, added, last=False, settings=ON)
     assert second["messages"] == [*first["messages"], *added]
     assert second["tools"] == first["tools"]
     final = next_round_body(second, added, last=True, settings=ON)
-    assert "tools" not in final and len(final["messages"]) == 5
+    assert final["tools"] == first["tools"] and final["tool_choice"] == "none"
+    assert len(final["messages"]) == 5
 
 
 @pytest.mark.parametrize(

@@ -56,3 +56,11 @@ def test_a_calls_arguments_are_the_json_text_the_model_wrote() -> None:
     assert MESSAGES.arguments(use) == '{"ref":"call_1"}'
     call = {"id": "c", "function": {"name": "ctx_recall", "arguments": '{"query": "x"}'}}
     assert CHAT.arguments(call) == '{"query": "x"}' and CHAT.arguments({}) is None
+
+
+def test_a_rounds_end_is_seen_however_its_json_is_spaced() -> None:
+    for spaced in (b'"finish_reason":"stop"', b'"finish_reason" : "stop"', b'"finish_reason":\t"'):
+        assert CHAT.finished.search(b'data: {"choices":[{' + spaced + b"}]}\n\n"), spaced
+    assert not CHAT.finished.search(b'data: {"choices":[{"finish_reason" : null}]}\n\n')
+    for spaced in (b'"type":"message_delta"', b'"type" :  "message_delta"'):
+        assert MESSAGES.finished.search(b"event: message_delta\ndata: {" + spaced + b"}\n\n")
