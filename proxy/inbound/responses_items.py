@@ -181,7 +181,7 @@ def fresh_tool(tool: Any) -> JSON | None:
         if key in function:
             out[key] = function[key]
     out.setdefault("parameters", {"type": "object", "properties": {}})
-    out.setdefault("strict", False)  # chat's default; the Responses API's is strict, and requires it
+    out.setdefault("strict", False)  # chat's default (the Responses API's is strict)
     return out
 
 

@@ -144,9 +144,9 @@ def next_responses_body(body: JSON, added: Sequence[JSON], *, last: bool, tool_n
     if not last:
         return out
     choice = body.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        if choice.get("name") != tool_name:
-            return out
+    named = choice.get("name") if isinstance(choice, dict) else None
+    if isinstance(choice, dict) and choice.get("type") == "function" and named != tool_name:
+        return out
     out["tool_choice"] = "none"
     return out
 

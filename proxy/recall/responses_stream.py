@@ -200,7 +200,8 @@ class ResponsesStreamMerger:
     def _ended(self, payload: JSON) -> bytes:
         state = self._round
         state.ended = payload
-        if any(is_call(i.item, tool_name=self.tool_name, recall=True) for i in state.items.values()):
+        name = self.tool_name
+        if any(is_call(i.item, tool_name=name, recall=True) for i in state.items.values()):
             return b""  # the round called the tool: the caller asks again, or finishes
         return self._final(state)
 
@@ -209,7 +210,8 @@ class ResponsesStreamMerger:
         out = self._settle(state, last=True)
         self._finished = True
         assert state.ended is not None
-        combined = combine_responses([*self.responses, self._response(state)], tool_name=self.tool_name)
+        rounds = [*self.responses, self._response(state)]
+        combined = combine_responses(rounds, tool_name=self.tool_name)
         return out + self._emit({**state.ended, "response": combined}, b"")
 
     def _response(self, state: _Round) -> JSON:

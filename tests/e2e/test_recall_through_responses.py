@@ -1,6 +1,7 @@
 """The recall tool on `POST /v1/responses`: the openai SDK's `responses.create` → ctxproxy → a fake
-upstream of each kind (natively Responses too) playing a model that calls `ctx_recall`, JSON and streamed. The proxy
-answers the calls itself; the client gets one Response in which the tool never appears."""
+upstream of each kind (a Responses one natively) playing a model that calls `ctx_recall`, JSON
+and streamed. The proxy answers the calls itself; the client gets one Response in which the tool
+never appears."""
 
 from __future__ import annotations
 
@@ -63,7 +64,6 @@ async def test_a_recall_is_answered_and_the_response_never_shows_the_tool(
     response = raw.parse()
     assert response.output_text == f"Checking. Recalled:\n{LOG}"
     assert [item.type for item in response.output] == ["message"]
-    import re; print("LEAK", [raw.text[max(0,m.start()-150):m.end()+30] for m in re.finditer("ctx_recall", raw.text)])
     assert "ctx_recall" not in raw.text and raw.headers["x-ctx-recalls"] == "1"
     assert offers_recall(upstream) == [True, True]
     assert upstream.problem(upstream.requests[1]) is None

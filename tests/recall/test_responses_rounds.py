@@ -20,8 +20,9 @@ from proxy.types import JSON
 from tests.inbound.responses_builders import valid_response, wire_problem
 
 TOOL = "ctx_recall"
-RECALL_TOOL = {"type": "function", "name": TOOL, "parameters": {"type": "object"}, "strict": False}
-SHELL_TOOL = {"type": "function", "name": "shell", "parameters": {"type": "object"}, "strict": False}
+OBJECT = {"type": "object"}
+RECALL_TOOL = {"type": "function", "name": TOOL, "parameters": OBJECT, "strict": False}
+SHELL_TOOL = {"type": "function", "name": "shell", "parameters": OBJECT, "strict": False}
 
 
 def thought(ident: str) -> JSON:
@@ -44,7 +45,8 @@ def response(ident: str, *items: JSON, tokens: int = 100, choice: Any = "auto") 
         "id": ident, "object": "response", "created_at": int(ident[-1]), "status": "completed",
         "model": "gpt-5", "output": list(items), "parallel_tool_calls": True,
         "tool_choice": choice, "tools": [SHELL_TOOL, RECALL_TOOL],
-        "usage": {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 0},
+        "usage": {"input_tokens": tokens,
+                  "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 0},
                   "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 2},
                   "total_tokens": tokens + 5},
     }  # fmt: skip
@@ -121,14 +123,18 @@ def test_only_the_last_round_forbids_the_tool(choice: Any, last: bool, expected:
 @pytest.mark.parametrize(
     ("first", "second", "ids"),
     [  # reasoning then the recall call: both gone; reasoning then a message: both shown
-        ((thought("rs_1"), fn("r1")), (thought("rs_2"), said("msg_2", "Done.")),
-         ["rs_2", "msg_2"]),
-        ((said("msg_1", "Checking."), thought("rs_1"), fn("r1")), (said("msg_2", "Done."),),
-         ["msg_1", "msg_2"]),
-        ((thought("rs_1"), said("msg_1", "Hm."), thought("rs_2"), fn("r1"), fn("c1", "shell")),
-         (thought("rs_3"), fn("c2", "shell")), ["rs_1", "msg_1", "rs_3", "fc_c2"]),
-        ((fn("r1"), thought("rs_1")), (said("msg_2", "Done."), thought("rs_2")),
-         ["msg_2", "rs_2"]),
+        ((thought("rs_1"), fn("r1")), (thought("rs_2"), said("msg_2", "Done.")), ["rs_2", "msg_2"]),
+        (
+            (said("msg_1", "Checking."), thought("rs_1"), fn("r1")),
+            (said("msg_2", "Done."),),
+            ["msg_1", "msg_2"],
+        ),
+        (
+            (thought("rs_1"), said("msg_1", "Hm."), thought("rs_2"), fn("r1"), fn("c1", "shell")),
+            (thought("rs_3"), fn("c2", "shell")),
+            ["rs_1", "msg_1", "rs_3", "fc_c2"],
+        ),
+        ((fn("r1"), thought("rs_1")), (said("msg_2", "Done."), thought("rs_2")), ["msg_2", "rs_2"]),
     ],
 )
 def test_combined_rounds_never_show_the_tool_nor_an_orphan_reasoning(
