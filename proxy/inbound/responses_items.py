@@ -171,7 +171,8 @@ def _custom_description(tool: JSON) -> str:
 
 
 def fresh_tool(tool: Any) -> JSON | None:
-    """A Responses function tool for a chat function tool a stage added."""
+    """A Responses function tool for a chat function tool a stage added (not strict unless it
+    says so, as in chat)."""
     if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
         return None
     function = tool["function"]
@@ -180,6 +181,7 @@ def fresh_tool(tool: Any) -> JSON | None:
         if key in function:
             out[key] = function[key]
     out.setdefault("parameters", {"type": "object", "properties": {}})
+    out.setdefault("strict", False)  # chat's default (the Responses API's is strict)
     return out
 
 

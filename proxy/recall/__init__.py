@@ -16,6 +16,8 @@ Modules, in the order a request meets them:
     rounds      `Round`, usage summed, non-streamed rounds combined into one answer
     messages_rounds, messages_stream   the same in the Messages API's form (tool_use blocks,
                 its events), for an Anthropic upstream answering a Messages client natively
+    responses_rounds, responses_stream   the same in the Responses API's form (function_call
+                items, reasoning kept with its item), for a native Responses upstream
     first_user  the first user message kept before a compaction's summary
 
 May import the foundation (`proxy.types`, `proxy.content`, `proxy.sse`, `orjson`) and its own

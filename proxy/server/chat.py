@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from aiohttp import web
@@ -30,7 +30,7 @@ from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace, notify
-from proxy.server.recall_dialects import ChatDialect
+from proxy.server.recall_dialects import ChatDialect, Dialect
 from proxy.server.recall_loop import RecallLoop
 from proxy.server.relay import Relayed, end_in_band, relay_body, upstream_error
 from proxy.server.stream_relay import relay_stream
@@ -129,11 +129,13 @@ async def forward(
     retry_overflow: bool,
     started: float,
     recall: tuple[RecallSettings, OutputReader] | None = None,
+    dialect: Callable[[Prepared], Dialect[Any]] | None = None,
 ) -> Forwarded:
     """Prepare `body` and send it; when the upstream says the context is too long (and
     compaction is on), compact and send again, once, transparently. When the request offers
     the recall tool, the reply is the recall loop's (`recall`: the tenant's settings and where
-    persisted outputs are read)."""
+    persisted outputs are read; `dialect`: the rounds' wire form for the prepared request, chat
+    completions through `upstream` when None)."""
     looping = recall is not None  # else the tool is never offered: nobody would answer it
     prepared = await _prepare(engine, body, turn, api_key, keepalive, False, looping)
     prepare_s = time.monotonic() - started
@@ -146,9 +148,13 @@ async def forward(
     if recall is None or not prepared.recall.offered:
         return Forwarded(prepared, reply, overflow, prepare_s)
     settings, reader = recall
-    dialect = ChatDialect(upstream, prepared.body, settings, headers, api_key)
+    rounds = (
+        dialect(prepared)
+        if dialect is not None
+        else ChatDialect(upstream, prepared.body, settings, headers, api_key)
+    )
     loop = RecallLoop(
-        dialect=dialect, body=body, prepared=prepared, settings=settings, reader=reader
+        dialect=rounds, body=body, prepared=prepared, settings=settings, reader=reader
     )
     return Forwarded(prepared, await loop.rounds(reply), overflow, prepare_s, loop)
 

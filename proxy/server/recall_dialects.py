@@ -6,6 +6,9 @@
                      OpenAI upstream; the rounds are `proxy.recall.rounds` / `stream`'s
     MessagesDialect  the Messages API, an Anthropic upstream answering a Messages client
                      natively; the rounds are `proxy.recall.messages_rounds` / `_stream`'s
+    ResponsesDialect the Responses API, a Responses upstream (`api = "responses"`) answering
+                     a Responses client natively; the rounds are `proxy.recall.responses_rounds`
+                     / `responses_stream`'s
 
 A dialect knows how a tool call shows in a stream (`trigger`) and how a round ends
 (`finished`), reads, continues and combines rounds, sends one, and writes the in-band error that
@@ -24,6 +27,7 @@ import orjson
 from proxy.errors import CtxProxyError
 from proxy.inbound.messages_errors import messages_error, messages_error_for
 from proxy.inbound.messages_usage import usage_of_message
+from proxy.inbound.responses_usage import usage_of_response
 from proxy.inbound.sse_write import sse_event
 from proxy.ports import Upstream, UpstreamReply
 from proxy.recall.messages_rounds import (
@@ -34,6 +38,14 @@ from proxy.recall.messages_rounds import (
     recall_turns,
 )
 from proxy.recall.messages_stream import MessagesStreamMerger
+from proxy.recall.responses_rounds import (
+    ResponsesRound,
+    combine_responses,
+    next_responses_body,
+    recall_items,
+    response_round,
+)
+from proxy.recall.responses_stream import ResponsesStreamMerger
 from proxy.recall.rounds import Round, combine_completions, round_of
 from proxy.recall.stream import StreamMerger
 from proxy.recall.tool import RecallSettings, continuation, next_round_body
@@ -121,6 +133,7 @@ class Dialect(Protocol[R]):
 
 _FINISH_REASON = re.compile(rb'"finish_reason"\s*:\s*"')
 _MESSAGE_DELTA = re.compile(rb'"type"\s*:\s*"message_delta"')
+_RESPONSE_ENDED = re.compile(rb'"type"\s*:\s*"response\.(?:completed|incomplete|failed)"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,3 +227,60 @@ class MessagesDialect:
 
     def refused(self, error: CtxProxyError) -> bytes:
         return sse_event("error", messages_error_for(error)[1])
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesDialect:
+    """The Responses API, sent by `send_responses` (the Responses upstream, with the client's
+    headers). Its `trigger` is in every event and every Response: they all echo the tools, the
+    recall tool's definition among them, which the merger and `combine` leave out."""
+
+    send_responses: Callable[[JSON], Awaitable[UpstreamReply]]
+    first_body: JSON
+    tool_name: str
+    trigger: bytes = b'"type"'
+    finished: re.Pattern[bytes] = _RESPONSE_ENDED
+
+    def merger(self) -> ResponsesStreamMerger:
+        return ResponsesStreamMerger(tool_name=self.tool_name)
+
+    def round_of(self, answer: JSON) -> ResponsesRound:
+        return response_round(answer, tool_name=self.tool_name)
+
+    def combine(self, answers: list[JSON]) -> JSON:
+        return combine_responses(answers, tool_name=self.tool_name)
+
+    def continuation(self, ended: ResponsesRound, answers: list[str], number: int) -> list[JSON]:
+        return recall_items(ended.content, answers, tool_name=self.tool_name, round_index=number)
+
+    def next_body(self, outgoing: JSON, added: list[JSON], *, last: bool) -> JSON:
+        return next_responses_body(outgoing, added, last=last, tool_name=self.tool_name)
+
+    def arguments(self, call: JSON) -> object:
+        return call.get("arguments")
+
+    def usage(self, usage: Any) -> Usage | None:
+        return usage_of_response({"usage": usage})
+
+    async def send(self, body: JSON) -> UpstreamReply:
+        return await self.send_responses(body)
+
+    def failed(self, status: int, body: bytes | None) -> bytes:
+        return responses_error_event(upstream_error(status, body), code=str(status))
+
+    def refused(self, error: CtxProxyError) -> bytes:
+        return responses_error_event(error.to_body(), code="server_error")
+
+
+def responses_error_event(body: Mapping[str, Any], *, code: str) -> bytes:
+    """The Responses stream's `error` event for an OpenAI-shaped error `body`."""
+    error = body.get("error")
+    error = error if isinstance(error, dict) else {}
+    event = {
+        "type": "error",
+        "code": str(error.get("code") or code),
+        "message": str(error.get("message") or "The request failed."),
+        "param": error.get("param"),
+        "sequence_number": 0,
+    }
+    return sse_event("error", event)

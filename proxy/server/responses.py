@@ -12,12 +12,14 @@ any other the prepared chat body (translated to Messages by the Anthropic adapte
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
+from proxy.engine.prepared import Prepared
 from proxy.errors import CtxProxyError
 from proxy.inbound.chat_request import chat_request
 from proxy.inbound.responses_carrier import Carrier
@@ -32,6 +34,7 @@ from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.chat import Forwarded, after, ctx_headers, forward, traced
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace
+from proxy.server.recall_dialects import ResponsesDialect
 from proxy.server.responses_body import (
     expanded_body,
     read_responses_body,
@@ -104,20 +107,30 @@ async def _forward(
     started: float,
 ) -> Forwarded:
     """`forward` as this route uses it: the client's key upstream when the tenant forwards it,
-    the overflow retry when it compacts, the recall loop unless the upstream is native."""
+    the overflow retry when it compacts, the recall loop (in the Responses API's form when the
+    upstream is native)."""
     services = request[SCOPE].services
-    native = sender.native is not None
+    api_key = token if tenant.forward_client_key else None
+    dialect = None
+    if sender.native is not None:
+        dialect = functools.partial(
+            sender.recall_dialect,
+            headers=request.headers,
+            api_key=api_key,
+            tool_name=tenant.recall.tool_name,
+        )
     return await forward(
         services.engine,
         sender,
         internal,
         turn,
         headers=request.headers,
-        api_key=token if tenant.forward_client_key else None,
+        api_key=api_key,
         keepalive=keepalive,
         retry_overflow=tenant.compact.enabled,
         started=started,
-        recall=None if native else (tenant.recall, services.store),
+        recall=(tenant.recall, services.store),
+        dialect=dialect,
     )
 
 
@@ -156,6 +169,21 @@ class Sender:
         return await self._chat.send_chat(
             body, headers=headers, api_key=api_key, previous_id=previous_id
         )
+
+    def recall_dialect(
+        self,
+        prepared: Prepared,
+        *,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        tool_name: str,
+    ) -> ResponsesDialect:
+        """The recall rounds in the Responses API's form, continuing what `send_chat` sent the
+        native upstream for `prepared`."""
+        assert self.native is not None
+        send = functools.partial(self.native.send_responses, headers=headers, api_key=api_key)
+        first = internal_to_responses(prepared.body, self._carrier)
+        return ResponsesDialect(send, first, tool_name)
 
 
 async def _after(

@@ -1,10 +1,12 @@
 """The recall tool on `POST /v1/responses`: the openai SDK's `responses.create` → ctxproxy → a fake
-upstream of each kind playing a model that calls `ctx_recall`, JSON and streamed. The proxy
-answers the calls itself; the client gets one Response in which the tool never appears."""
+upstream of each kind (a Responses one natively) playing a model that calls `ctx_recall`, JSON
+and streamed. The proxy answers the calls itself; the client gets one Response in which the tool
+never appears."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -16,8 +18,8 @@ from tests.e2e import test_recall_through_proxy as via_chat
 from tests.e2e.agent import settled
 from tests.e2e.conftest import MakeAnthropicProxy
 from tests.e2e.responses_upstreams import Upstream, make_upstream
-from tests.e2e.test_recall_through_proxy import LOG
-from tests.fakes.openai_upstream import estimate_prompt_tokens
+from tests.e2e.test_recall_through_proxy import LOG, recall_call
+from tests.fakes.openai_upstream import FakeOpenAI, Reply, estimate_prompt_tokens
 from tests.inbound.responses_builders import events_of
 from tests.server.conftest import MakeProxy
 
@@ -105,16 +107,85 @@ async def test_the_streamed_events_are_numbered_and_name_no_recall(make_proxy: M
     )
 
 
-async def test_a_native_responses_upstream_is_not_offered_the_tool(make_proxy: MakeProxy) -> None:
+def recalling_natively(ref: str) -> Callable[[JSON], Reply]:
+    """A reasoning model on `/v1/responses`: reasons, then calls the recall tool for `ref`;
+    given the result, reasons and answers with it."""
+
+    def respond(body: JSON) -> Reply:
+        last = body["input"][-1]
+        if last.get("type") == "function_call_output" and last["call_id"] == "rc_1":
+            return Reply(content=f"Recalled:\n{last['output']}", reasoning="gAAA-answering")
+        return Reply(tool_calls=[recall_call("rc_1", ref=ref)], reasoning="gAAA-recalling")
+
+    return respond
+
+
+async def native_upstream(make_proxy: MakeProxy) -> Upstream:
     upstream = await make_upstream("responses", make_proxy, make_proxy)
-    upstream.say("No recall here.")
-    async with upstream.client() as client:
-        response = await client.responses.create(model=MODEL, input=items())  # type: ignore[arg-type]
-    assert response.output_text == "No recall here."
-    [sent] = upstream.requests
-    marker = json.dumps('ctx_recall(ref="call_1")')[1:-1]
-    assert marker in json.dumps(sent)  # cut, yet no tool: nobody would answer it
-    assert "ctx_recall" not in json.dumps(sent.get("tools"))
+    fake = upstream.proxy.fake
+    assert isinstance(fake, FakeOpenAI)
+    fake.respond_responses = recalling_natively("call_1")
+    return upstream
+
+
+def without_instructions(payload: JSON) -> JSON:
+    """A Response (or an event holding one) less the `instructions` it echoes: the bootstrap's,
+    which names the recall tool to the model."""
+    if isinstance(payload.get("response"), dict):
+        return {**payload, "response": without_instructions(payload["response"])}
+    return {k: v for k, v in payload.items() if k != "instructions"}
+
+
+def served_input_tokens(upstream: Upstream) -> int:
+    fake = upstream.proxy.fake
+    assert isinstance(fake, FakeOpenAI)
+    return sum(r["usage"]["input_tokens"] for r in fake.served.values())
+
+
+async def test_a_native_responses_upstream_recalls_and_the_reasoning_stays_whole(
+    make_proxy: MakeProxy,
+) -> None:
+    upstream = await native_upstream(make_proxy)
+    async with upstream.client(default_headers=SESSION) as client:
+        raw = await client.responses.with_raw_response.create(model=MODEL, input=items())  # type: ignore[arg-type]
+    response = raw.parse()
+    assert response.output_text == f"Recalled:\n{LOG}"
+    assert [item.type for item in response.output] == ["reasoning", "message"]
+    assert "gAAA-recalling" not in raw.text  # its item was the recall call: dropped with it
+    assert "ctx_recall" not in json.dumps(without_instructions(json.loads(raw.text)))
+    assert raw.headers["x-ctx-recalls"] == "1"
+    assert offers_recall(upstream) == [True, True]
+    second = upstream.requests[1]
+    assert upstream.problem(second) is None
+    assert [i.get("type") for i in second["input"][-3:]] == [
+        "reasoning", "function_call", "function_call_output"]  # fmt: skip
+    assert second["input"][-1]["output"].startswith(LOG[:200])  # the original went up
+    assert response.usage is not None
+    assert response.usage.input_tokens == served_input_tokens(upstream)
+
+
+async def test_a_native_streamed_recall_is_one_response_stream(make_proxy: MakeProxy) -> None:
+    upstream = await native_upstream(make_proxy)
+    async with upstream.client(default_headers=SESSION) as client:
+        stream = client.responses.stream(model=MODEL, input=items())  # type: ignore[arg-type]
+        async with stream as events:
+            kinds = [event.type async for event in events]
+            final = await events.get_final_response()
+    assert final.output_text == f"Recalled:\n{LOG}"
+    assert [item.type for item in final.output] == ["reasoning", "message"]
+    assert kinds.count("response.created") == 1 and kinds[-1] == "response.completed"
+    assert "response.function_call_arguments.delta" not in kinds
+    assert final.usage is not None and final.usage.input_tokens == served_input_tokens(upstream)
+    body = {"model": MODEL, "input": items(), "stream": True}
+    url = upstream.proxy.server.make_url("/v1/responses")
+    async with aiohttp.ClientSession() as http, http.post(url, json=body, headers=SESSION) as got:
+        raw = await got.read()
+    assert b"gAAA-recalling" not in raw and b"rc_1" not in raw
+    sent = events_of(raw)  # checked: each valid for the SDK, numbered 0, 1, 2 …
+    assert "ctx_recall" not in json.dumps([without_instructions(e) for e in sent])
+    added = [e for e in sent if e["type"] == "response.output_item.added"]
+    assert [(e["output_index"], e["item"]["type"]) for e in added] == [
+        (0, "reasoning"), (1, "message")]  # fmt: skip
 
 
 def prompt_tokens(upstream: Upstream) -> list[int]:

@@ -3,7 +3,8 @@
 It records what it received and answers from a script of `Reply` objects, then from `respond`
 (a function of the request body, to play a model that reacts: calls a tool, echoes its result),
 then with `default`, on `/v1/chat/completions` and on `/v1/responses` (the Responses API: a
-Response, or its events; `tests.fakes.responses_upstream`). Chat tool calls are streamed as the
+Response, or its events; `tests.fakes.responses_upstream`; `respond_responses` plays the model
+there). Chat tool calls are streamed as the
 API streams them: a first delta with the call's index, id and name, then argument fragments
 under the same index.
 A request whose last message is ctxproxy's summary instruction is a summarizer call: it is
@@ -55,6 +56,8 @@ class Reply:
     OpenAI sends it)."""
     end_delay_s: float = 0.0
     """Stream: the end of the body comes this long after `data: [DONE]`."""
+    reasoning: str | None = None
+    """`/v1/responses`: a reasoning item (this `encrypted_content`) before the output."""
 
 
 @dataclass
@@ -73,6 +76,8 @@ class FakeOpenAI:
         self.summary_requests: list[Received] = []
         self.script: deque[Reply] = deque()
         self.respond: Callable[[dict[str, Any]], Reply] | None = None
+        self.respond_responses: Callable[[dict[str, Any]], Reply] | None = None
+        """`respond` on `/v1/responses`: a function of the Responses body."""
         self.default = Reply()
         self.summary_text = (
             "<analysis>checked</analysis><summary>SUMMARY OF EARLIER TURNS</summary>"
@@ -190,8 +195,11 @@ class FakeOpenAI:
         if _is_summary_call({"messages": [_as_message(item) for item in body.get("input") or []]}):
             self.summary_requests.append(received)
             reply = Reply(status=self.summary_status, content=self.summary_text)
+        elif self.script:
+            reply = self.script.popleft()
         else:
-            reply = self.script.popleft() if self.script else self.default
+            respond = self.respond_responses
+            reply = respond(body) if respond is not None else self.default
         return await responses_answer(request, body, reply, self.served, usage=_usage)
 
     async def models(self, request: web.Request) -> web.Response:

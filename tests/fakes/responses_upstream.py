@@ -57,6 +57,10 @@ async def responses_answer(
 def _response(body: JSON, reply: Any, usage: Callable[[JSON, Any], JSON]) -> JSON:
     ident = f"resp_fake{next(_ids)}"
     output: list[JSON] = []
+    reasoning = getattr(reply, "reasoning", None)
+    if reasoning is not None:  # a reasoning model's item, before the one it belongs to
+        output.append({"type": "reasoning", "id": f"rs_{ident}", "summary": [],
+                       "encrypted_content": reasoning})  # fmt: skip
     if reply.tool_calls:
         for call in reply.tool_calls:
             output.append(
@@ -109,6 +113,14 @@ def _response(body: JSON, reply: Any, usage: Callable[[JSON, Any], JSON]) -> JSO
     }
 
 
+def response_events(response: JSON) -> bytes:
+    """A Response's whole event stream, as this fake streams it."""
+    return b"".join(
+        b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+        for name, payload in _events(response)
+    )
+
+
 def _events(response: JSON) -> list[tuple[str, JSON]]:
     events: list[tuple[str, JSON]] = []
     start = {**response, "status": "in_progress", "output": [], "usage": None}
@@ -118,7 +130,9 @@ def _events(response: JSON) -> list[tuple[str, JSON]]:
     ]
     for index, item in enumerate(response["output"]):
         where = {"output_index": index}
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            events.append(("response.output_item.added", {**where, "item": item}))
+        elif item["type"] == "message":
             text = item["content"][0]["text"]
             events.append(
                 (

@@ -180,6 +180,7 @@ def test_a_tool_a_stage_added_is_a_flat_function_tool_beside_the_clients_functio
         "name": "recall",
         "description": "Fetch.",
         "parameters": {"type": "object"},
+        "strict": False,
     }
     assert out["tools"] == [sent["tools"][0], fresh, sent["tools"][1]]
     assert out["tools"][0] is sent["tools"][0]
