@@ -59,7 +59,7 @@ from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
-from proxy.server.prewarm import Prewarmer, in_turn
+from proxy.server.prewarm import PREWARMER, Prewarmer, in_turn
 from proxy.server.responses import create_response
 from proxy.server.responses_compact import compact_endpoint
 from proxy.server.responses_records import HandleSecret
@@ -106,7 +106,7 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[OBSERVERS] = services.observers
     app[METRICS] = metrics
     emitter = services.events = EventEmitter(lambda: services.store)
-    prewarmer = Prewarmer(services)
+    prewarmer = app[PREWARMER] = Prewarmer(services)
     hook = in_turn((emitter.on_background, prewarmer.on_background))
     app.cleanup_ctx.append(_resources(ports or Ports(), hook, prewarmer))
     app.on_shutdown.append(_drain)
@@ -141,9 +141,7 @@ def _price_table(settings: Settings) -> PriceTable | None:
         raise ConfigError(str(exc), key="server.prices", file=settings.source) from None
 
 
-def _resources(
-    ports: Ports, on_background: BackgroundHook, prewarmer: Prewarmer
-) -> CleanupContext:
+def _resources(ports: Ports, on_background: BackgroundHook, prewarmer: Prewarmer) -> CleanupContext:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
         via = app[SERVICES].instance

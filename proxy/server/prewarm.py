@@ -19,6 +19,8 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from aiohttp import web
+
 from proxy.compaction.job import CompactionJob, CompactionOutcome
 from proxy.compaction.prewarm import client_request, prewarm_body, prewarm_skip
 from proxy.compaction.trigger import BackgroundHook
@@ -122,6 +124,9 @@ class Prewarmer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+PREWARMER = web.AppKey("prewarmer", Prewarmer)
 
 
 def in_turn(hooks: Sequence[BackgroundHook]) -> BackgroundHook:

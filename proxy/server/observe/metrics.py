@@ -66,7 +66,7 @@ class Metrics:
         )  # fmt: skip
         self.cost = count(
             "cost_usd", "USD the answers' usage cost at the price table's prices "
-            "(input, cache_read, cache_write, output; prewarm: the cache prewarms').", t, "kind",
+            "(input, cache_read, cache_write, output; prewarm: the cache prewarms).", t, "kind",
         )  # fmt: skip
         self.unpriced = count("unpriced_requests", "Answers of a model with no price.", t)
         self.saved = count(

@@ -1,0 +1,164 @@
+"""The cache prewarm after a background compaction (`[tenants.NAME.cache] prewarm`), through the
+proxy in front of the fake Anthropic Messages API, driven by the official openai SDK."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import ClientSession, web
+
+from proxy.server.appkeys import STORE
+from proxy.server.prewarm import PREWARMER
+from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done, settled
+from tests.e2e.conftest import AnthropicProxy, MakeAnthropicProxy
+from tests.fakes.anthropic_upstream import ErrorReply, Received, Reply, text
+
+MODEL = "claude-sonnet-4-5"
+SUMMARY = "<summary>Ada runs BLUEFIN on port 8421; a.py and b.py were read.</summary>"
+ASYNC = (
+    '[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 2\nmode = "async"\n'
+    "soft_ratio = 0.5\n[tenants.default.cache]\nmin_cacheable_tokens = 0\n"
+)
+SYNC = "[tenants.default.compact]\nthreshold_tokens = 1000\nkeep_recent = 2\n"
+PREWARM = "prewarm = true\n"
+"""Appended to ASYNC's cache table."""
+WORDS = "lorem ipsum dolor sit amet " * 20
+
+
+async def prewarms_done(app: web.Application) -> None:
+    """Wait for the prewarms in flight."""
+    await asyncio.gather(*app[PREWARMER]._tasks.values())
+
+
+async def session(
+    proxy: AnthropicProxy, *, turns: int = 5, prewarm_reply: Reply | ErrorReply | None = None
+) -> Agent:
+    """`turns` user turns answered with growing usage: the third's answer passes the soft
+    threshold (1,000 tokens), so the fourth request starts the background summary and the
+    fifth is the first to carry it. A prewarm is answered `prewarm_reply` (default: one token,
+    as the API answers)."""
+    proxy.fake.summary_text = SUMMARY
+    usage = iter((400, 700, 1200, 1300, 1400, 1500, 1600))
+
+    def answer(body: dict[str, Any]) -> Reply | ErrorReply:
+        if body.get("max_tokens") == 1:
+            return prewarm_reply or text("A", stop_reason="max_tokens", usage=_usage(900, 1))
+        return text("answer " + WORDS, usage=_usage(next(usage)))
+
+    proxy.fake.respond = answer
+    client = proxy.client(default_headers={"X-Ctx-Session": "warm"})
+    agent = Agent(client, proxy.app, model=MODEL)
+    for number in range(turns):
+        agent.add({"role": "user", "content": f"question {number}: " + WORDS})
+        await agent.turn()
+        await background_compactions_done(proxy.app)
+        await prewarms_done(proxy.app)
+        await settled(proxy.app)
+    return agent
+
+
+def prewarms(proxy: AnthropicProxy) -> list[Received]:
+    return [r for r in proxy.fake.received if r.body.get("max_tokens") == 1]
+
+
+def real(proxy: AnthropicProxy) -> list[Received]:
+    """The client's requests as sent upstream (not summaries, not prewarms)."""
+    summaries = {id(r) for r in proxy.fake.summary_requests}
+    return [r for r in proxy.fake.received
+            if id(r) not in summaries and r.body.get("max_tokens") != 1]  # fmt: skip
+
+
+async def test_a_background_compaction_is_followed_by_one_prewarm_of_the_next_prefix(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=ASYNC + PREWARM)
+    await session(proxy)
+    assert len(proxy.fake.summary_requests) == 1
+    [warm] = prewarms(proxy)
+    received = proxy.fake.received
+    assert received.index(warm) == received.index(proxy.fake.summary_requests[0]) + 1
+    assert warm.body.get("stream") is not True
+    after = real(proxy)[4]  # the next request: the first to carry the summary
+    assert "[Conversation summary]" in str(after.body["messages"])
+    assert "[Conversation summary]" in str(warm.body["messages"])
+    length = marked_prefix_length(warm.body)
+    assert length > len(warm.body["messages"]) - 1, "the breakpoint is on its last message"
+    assert prefix(warm.body, length) == prefix(after.body, length)
+    assert warm.body.get("tools") == after.body.get("tools")
+    assert warm.headers["x-api-key"] == "sk-ant-upstream", "the key the summarizer used"
+    state = await proxy.app[STORE].load("default", "warm")
+    assert state.int_field("requests") == 5, "a prewarm is not a turn"
+    metrics = await scrape(proxy)
+    assert 'ctxproxy_prewarms_total{outcome="done",tenant="default"} 1.0' in metrics
+    events = await proxy.app[STORE].read_events("0-0", block_ms=0, count=1000)
+    assert [e["outcome"] for _, e in events if e["kind"] == "prewarm"] == ["done"]
+    assert_all_valid(r.body for r in proxy.fake.received)
+
+
+async def test_no_prewarm_by_default(make_anthropic_proxy: MakeAnthropicProxy) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=ASYNC)
+    await session(proxy)
+    assert len(proxy.fake.summary_requests) == 1 and prewarms(proxy) == []
+    assert "ctxproxy_prewarms_total{" not in await scrape(proxy)
+
+
+async def test_no_prewarm_after_a_sync_compaction(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    """The request that compacted carries the new prefix itself and writes the cache."""
+    proxy = await make_anthropic_proxy(
+        tenant_extra=SYNC + "[tenants.default.cache]\nprewarm = true\n"
+    )
+    await session(proxy)
+    assert len(proxy.fake.summary_requests) >= 1 and prewarms(proxy) == []
+
+
+async def test_a_failing_prewarm_is_counted_and_changes_nothing(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=ASYNC + PREWARM)
+    failing = ErrorReply(500, "api_error", "Internal server error")
+    agent = await session(proxy, prewarm_reply=failing)
+    assert len(prewarms(proxy)) == 1 and agent.history[-1]["content"].startswith("answer")
+    assert "[Conversation summary]" in str(real(proxy)[4].body["messages"])
+    metrics = await scrape(proxy)
+    assert 'ctxproxy_prewarms_total{outcome="failed",tenant="default"} 1.0' in metrics
+    state = await proxy.app[STORE].load("default", "warm")
+    assert state.int_field("requests") == 5 and state.int_field("compactions") == 1
+
+
+def marked_prefix_length(body: dict[str, Any]) -> int:
+    """How many messages the body's last message breakpoint covers (its index + 1)."""
+    marked = [i for i, m in enumerate(body["messages"]) if "cache_control" in str(m)]
+    return marked[-1] + 1 if marked else 0
+
+
+def prefix(body: dict[str, Any], length: int) -> tuple[Any, Any]:
+    """System and the first `length` messages as the cache sees them: markers left out and a
+    string content as its one text block (the API caches the same bytes either way)."""
+    return unmarked(body.get("system")), [unmarked(_blocks(m)) for m in body["messages"][:length]]
+
+
+def _blocks(message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": [{"type": "text", "text": content}]}
+    return message
+
+
+def unmarked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
+
+
+async def scrape(proxy: AnthropicProxy) -> str:
+    async with ClientSession() as http, http.get(proxy.server.make_url("/metrics")) as response:
+        return await response.text()
+
+
+def _usage(input_tokens: int, output_tokens: int = 5) -> dict[str, int]:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens}
