@@ -4,6 +4,8 @@ proxy in front of the fake Anthropic Messages API, driven by the official openai
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientSession, web
@@ -12,7 +14,9 @@ from proxy.server.appkeys import STORE
 from proxy.server.prewarm import PREWARMER
 from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done, settled
 from tests.e2e.conftest import AnthropicProxy, MakeAnthropicProxy
+from tests.e2e.session import run_session
 from tests.fakes.anthropic_upstream import ErrorReply, Received, Reply, text
+from tests.server.conftest import MakeProxy
 
 MODEL = "claude-sonnet-4-5"
 SUMMARY = "<summary>Ada runs BLUEFIN on port 8421; a.py and b.py were read.</summary>"
@@ -24,6 +28,10 @@ SYNC = "[tenants.default.compact]\nthreshold_tokens = 1000\nkeep_recent = 2\n"
 PREWARM = "prewarm = true\n"
 """Appended to ASYNC's cache table."""
 WORDS = "lorem ipsum dolor sit amet " * 20
+WRITTEN = {"input_tokens": 10, "cache_creation_input_tokens": 900, "output_tokens": 1}
+"""A prewarm's usage: it writes the prefix. At claude-sonnet-4-5's prices (config/prices.toml:
+$3 input, $3.75 cache write, $15 output per million): 10 x 3 + 900 x 3.75 + 15 = $0.00342."""
+PRICES = Path(__file__).resolve().parents[2] / "config" / "prices.toml"
 
 
 async def prewarms_done(app: web.Application) -> None:
@@ -32,18 +40,22 @@ async def prewarms_done(app: web.Application) -> None:
 
 
 async def session(
-    proxy: AnthropicProxy, *, turns: int = 5, prewarm_reply: Reply | ErrorReply | None = None
+    proxy: AnthropicProxy,
+    *,
+    turns: int = 5,
+    prewarm_reply: Reply | ErrorReply | None = None,
+    wait: bool = True,
 ) -> Agent:
     """`turns` user turns answered with growing usage: the third's answer passes the soft
     threshold (1,000 tokens), so the fourth request starts the background summary and the
     fifth is the first to carry it. A prewarm is answered `prewarm_reply` (default: one token,
-    as the API answers)."""
+    as the API answers); `wait`: for each turn's prewarm to end."""
     proxy.fake.summary_text = SUMMARY
     usage = iter((400, 700, 1200, 1300, 1400, 1500, 1600))
 
     def answer(body: dict[str, Any]) -> Reply | ErrorReply:
         if body.get("max_tokens") == 1:
-            return prewarm_reply or text("A", stop_reason="max_tokens", usage=_usage(900, 1))
+            return prewarm_reply or text("A", stop_reason="max_tokens", usage=WRITTEN)
         return text("answer " + WORDS, usage=_usage(next(usage)))
 
     proxy.fake.respond = answer
@@ -53,7 +65,8 @@ async def session(
         agent.add({"role": "user", "content": f"question {number}: " + WORDS})
         await agent.turn()
         await background_compactions_done(proxy.app)
-        await prewarms_done(proxy.app)
+        if wait:
+            await prewarms_done(proxy.app)
         await settled(proxy.app)
     return agent
 
@@ -70,8 +83,9 @@ def real(proxy: AnthropicProxy) -> list[Received]:
 
 
 async def test_a_background_compaction_is_followed_by_one_prewarm_of_the_next_prefix(
-    make_anthropic_proxy: MakeAnthropicProxy,
+    make_anthropic_proxy: MakeAnthropicProxy, tmp_path: Path
 ) -> None:
+    shutil.copy(PRICES, tmp_path / "prices.toml")  # found beside the config file
     proxy = await make_anthropic_proxy(tenant_extra=ASYNC + PREWARM)
     await session(proxy)
     assert len(proxy.fake.summary_requests) == 1
@@ -91,8 +105,11 @@ async def test_a_background_compaction_is_followed_by_one_prewarm_of_the_next_pr
     assert state.int_field("requests") == 5, "a prewarm is not a turn"
     metrics = await scrape(proxy)
     assert 'ctxproxy_prewarms_total{outcome="done",tenant="default"} 1.0' in metrics
+    assert 'ctxproxy_cost_usd_total{kind="prewarm",tenant="default"} 0.00342' in metrics
     events = await proxy.app[STORE].read_events("0-0", block_ms=0, count=1000)
-    assert [e["outcome"] for _, e in events if e["kind"] == "prewarm"] == ["done"]
+    [event] = [e for _, e in events if e["kind"] == "prewarm"]
+    assert (event["outcome"], event["cost_usd"], event["cache_creation_tokens"]) == (
+        "done", "0.00342000", "900")  # fmt: skip
     assert_all_valid(r.body for r in proxy.fake.received)
 
 
@@ -126,6 +143,20 @@ async def test_a_failing_prewarm_is_counted_and_changes_nothing(
     assert 'ctxproxy_prewarms_total{outcome="failed",tenant="default"} 1.0' in metrics
     state = await proxy.app[STORE].load("default", "warm")
     assert state.int_field("requests") == 5 and state.int_field("compactions") == 1
+
+
+async def test_a_hanging_prewarm_is_one_per_session_and_cancelled_at_shutdown(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=ASYNC + PREWARM)
+    hanging = text("A", delay_s=60)
+    agent = await session(proxy, prewarm_reply=hanging, wait=False)
+    prewarmer = proxy.app[PREWARMER]
+    assert prewarmer.in_flight("default", "warm") and len(prewarms(proxy)) == 1
+    [task] = prewarmer._tasks.values()
+    assert agent.history[-1]["content"].startswith("answer"), "the session goes on meanwhile"
+    await proxy.server.close()
+    assert task.cancelled() and not prewarmer.in_flight("default", "warm")
 
 
 def marked_prefix_length(body: dict[str, Any]) -> int:
@@ -162,3 +193,29 @@ async def scrape(proxy: AnthropicProxy) -> str:
 
 def _usage(input_tokens: int, output_tokens: int = 5) -> dict[str, int]:
     return {"input_tokens": input_tokens, "output_tokens": output_tokens}
+
+
+async def test_through_an_openai_upstream_the_prewarm_asks_one_completion_token(
+    make_proxy: MakeProxy,
+) -> None:
+    """`max_completion_tokens` (the chat API's field; `max_tokens` is deprecated there) and the
+    session's own `prompt_cache_key`: OpenAI routes by it, so the next request meets the
+    prefix. Pruning waits for a cold cache (the default): a new cut would change the prefix
+    whatever was warmed."""
+    proxy = await make_proxy(
+        tenant_extra="[tenants.default.compact]\nthreshold_tokens = 2000\nkeep_recent = 4\n"
+        'mode = "async"\nsoft_ratio = 0.5\n[tenants.default.cache]\nprewarm = true\n'
+    )
+    tokens = (100, 200, 300, 1400, 500, 600)  # the 5th request starts the summary
+    agent = await run_session(proxy, tokens=tokens, turns=5)
+    await background_compactions_done(proxy.app)
+    await prewarms_done(proxy.app)
+    [warm] = [r.body for r in proxy.fake.chat if "max_completion_tokens" in r.body]
+    assert warm["max_completion_tokens"] == 1 and "max_tokens" not in warm
+    assert "stream" not in warm and "stream_options" not in warm
+    await run_session(proxy, tokens=tokens, turns=6, agent=agent)
+    after = proxy.fake.chat[-1].body
+    assert after["prompt_cache_key"] == warm["prompt_cache_key"]
+    assert after["prompt_cache_key"].startswith("ctxproxy-")
+    assert after["messages"][: len(warm["messages"])] == warm["messages"]
+    assert "[Conversation summary]" in str(warm["messages"])
