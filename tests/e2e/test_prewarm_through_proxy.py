@@ -10,11 +10,15 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
+from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.policy import CompactSettings
 from proxy.server.appkeys import STORE
 from proxy.server.prewarm import PREWARMER
+from proxy.types import StoredCompaction
 from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done, settled
 from tests.e2e.conftest import AnthropicProxy, MakeAnthropicProxy
 from tests.e2e.session import run_session
+from tests.factories import compaction_job, draft, user
 from tests.fakes.anthropic_upstream import ErrorReply, Received, Reply, text
 from tests.server.conftest import MakeProxy
 
@@ -155,8 +159,26 @@ async def test_a_hanging_prewarm_is_one_per_session_and_cancelled_at_shutdown(
     assert prewarmer.in_flight("default", "warm") and len(prewarms(proxy)) == 1
     [task] = prewarmer._tasks.values()
     assert agent.history[-1]["content"].startswith("answer"), "the session goes on meanwhile"
+    job = compaction_job(draft([user("again")]), settings=CompactSettings(), session="warm")
+    stored = StoredCompaction(prefix_hash="h", covers=1, replacement=())
+    await prewarmer.on_background(job, CompactionOutcome("done", "compacted", (), stored))
+    assert len(prewarmer._tasks) == 1 and len(prewarms(proxy)) == 1
+    assert 'ctxproxy_prewarms_total{outcome="skipped",tenant="default"} 1.0' in await scrape(proxy)
     await proxy.server.close()
     assert task.cancelled() and not prewarmer.in_flight("default", "warm")
+
+
+async def test_a_prewarm_past_the_upstreams_timeout_is_counted_failed(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy(tenant_extra=ASYNC + PREWARM, timeout_s=1)
+    agent = await session(proxy, prewarm_reply=text("A", delay_s=5))
+    assert len(prewarms(proxy)) == 1 and len(agent.history) == 10
+    metrics = await scrape(proxy)
+    assert 'ctxproxy_prewarms_total{outcome="failed",tenant="default"} 1.0' in metrics
+    events = await proxy.app[STORE].read_events("0-0", block_ms=0, count=1000)
+    [event] = [e for _, e in events if e["kind"] == "prewarm"]
+    assert event["reason"] == "UpstreamTimeout" and "cost_usd" not in event
 
 
 def marked_prefix_length(body: dict[str, Any]) -> int:
