@@ -19,8 +19,11 @@ from tests.e2e.agent import Agent, assert_all_valid, background_compactions_done
 from tests.e2e.conftest import AnthropicProxy, MakeAnthropicProxy
 from tests.e2e.session import run_session
 from tests.factories import compaction_job, draft, user
-from tests.fakes.anthropic_upstream import ErrorReply, Received, Reply, text
+from tests.fakes.anthropic_upstream import ErrorReply, Received, Reply, text, tool_use
 from tests.server.conftest import MakeProxy
+from tests.server.messages_support import MakeMessagesProxy, MessagesAgent, make_messages_proxy
+
+__all__ = ["make_messages_proxy"]  # the fixture, imported for pytest
 
 MODEL = "claude-sonnet-4-5"
 SUMMARY = "<summary>Ada runs BLUEFIN on port 8421; a.py and b.py were read.</summary>"
@@ -241,3 +244,48 @@ async def test_through_an_openai_upstream_the_prewarm_asks_one_completion_token(
     assert after["prompt_cache_key"].startswith("ctxproxy-")
     assert after["messages"][: len(warm["messages"])] == warm["messages"]
     assert "[Conversation summary]" in str(warm["messages"])
+
+
+async def test_on_the_messages_route_the_prewarm_prefix_is_the_next_requests(
+    make_messages_proxy: MakeMessagesProxy,
+) -> None:
+    """A Messages client (the Anthropic SDK) with tools, tool use and results, a marked system
+    block: the prewarm, rendered as the chat route would, has the same tools, system and
+    messages up to its breakpoint as the route's next request."""
+    proxy = await make_messages_proxy(tenant_extra=ASYNC + PREWARM)
+    proxy.fake.summary_text = SUMMARY
+    usage = iter((400, 700, 1200, 1300, 1400, 1500))
+
+    def answer(body: dict[str, Any]) -> Reply | ErrorReply:
+        if body.get("max_tokens") == 1:
+            return text("A", usage=WRITTEN)
+        n = next(usage)
+        return tool_use((f"toolu_{n}", "read", {"path": "a.py"}), lead="ok " + WORDS,
+                        usage=_usage(n))  # fmt: skip
+
+    proxy.fake.respond = answer
+    client = proxy.client(default_headers={"X-Claude-Code-Session-Id": "cc"})
+    system = [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+    agent = MessagesAgent(client, proxy.app, system=system)
+    agent.add({"role": "user", "content": "start " + WORDS})
+    for number in range(5):
+        await agent.turn(tools=[READ])
+        await background_compactions_done(proxy.app)
+        await prewarms_done(proxy.app)
+        call = agent.history[-1]["content"][-1]
+        result = {"type": "tool_result", "tool_use_id": call["id"], "content": "x = 1\n" * 30}
+        agent.add({"role": "user", "content": [result, {"type": "text", "text": f"q{number}"}]})
+    bodies = [r.body for r in proxy.fake.received]
+    [warm] = [b for b in bodies if b.get("max_tokens") == 1]
+    after = bodies[bodies.index(warm) + 1]
+    length = marked_prefix_length(warm)
+    assert length == len(warm["messages"]) and "[Conversation summary]" in str(warm["messages"])
+    assert prefix(warm, length) == prefix(after, length)
+    assert warm["tools"] == after["tools"]
+
+
+READ = {
+    "name": "read",
+    "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
