@@ -49,6 +49,7 @@ class Prewarmer:
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def in_flight(self, tenant: str, session: str) -> bool:
+        """Whether a prewarm of the session is being sent."""
         return (tenant, session) in self._tasks
 
     async def on_background(self, job: CompactionJob, outcome: CompactionOutcome) -> None:
