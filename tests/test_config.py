@@ -470,3 +470,13 @@ def test_cache_diagnostics_on_an_upstream_not_anthropic_is_one_config_error(
     assert load_settings(write(tmp_path, anthropic), environ={}).upstreams["c"].cache_diagnostics
     off = '[upstreams.gw]\nkind = "openai"\ncache_diagnostics = false\n'
     assert not load_settings(write(tmp_path, off), environ={}).upstreams["gw"].cache_diagnostics
+
+
+def test_the_cache_prewarm_is_off_unless_a_tenant_turns_it_on(tmp_path: Path) -> None:
+    assert load_settings(None, environ={}).tenants["default"].cache.prewarm is False
+    on = load_settings(write(tmp_path, "[tenants.a.cache]\nprewarm = true\n"), environ={})
+    assert on.tenants["a"].cache.prewarm is True
+    bad = write(tmp_path, "[tenants.a.cache]\nprewarm = 'yes'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(bad, environ={})
+    assert str(caught.value) == f"{bad}: tenants.a.cache.prewarm: must be true or false"

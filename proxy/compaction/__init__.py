@@ -12,6 +12,7 @@ Modules, in the order a request meets them:
     writeback   the facts the summarizer answered with, kept beside the summary (memory)
     plan        where the history is cut and what replaces it (summary, preserved tool output)
     prompt      the summarizer's request and the reading of its answer
+    prewarm     after a background compaction, the request that warms the provider cache
 
 Pure but for `compactor`, `writeback` and `trigger`, which reach the store and the summarizer
 only through ports (`proxy.ports`). May import the foundation (memory/ included) and stages/;

@@ -34,7 +34,7 @@ from proxy.types import Message, StoredCompaction
 
 log = logging.getLogger(__name__)
 
-OnDone = Callable[[CompactionOutcome], Awaitable[None]]
+OnDone = Callable[[CompactionJob, CompactionOutcome], Awaitable[None]]
 
 
 class Compactor:
@@ -200,7 +200,7 @@ class Compactor:
     def start_background(self, job: CompactionJob, *, on_done: OnDone | None = None) -> bool:
         """Async mode: compact in a task (at most one per session); False if one is running.
 
-        The job is deep-copied first; `on_done` is awaited with the outcome (its errors logged).
+        The job is deep-copied first; `on_done(copy, outcome)` is awaited (its errors logged).
         """
         key = (job.tenant, job.session)
         if key in self._running:
@@ -216,7 +216,7 @@ class Compactor:
         log.info("background compaction %s/%s: %s", job.tenant, job.session, outcome.reason)
         if on_done is not None:
             try:
-                await on_done(outcome)
+                await on_done(job, outcome)
             except Exception:
                 log.exception("compaction on_done callback failed")
         return outcome

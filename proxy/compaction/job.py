@@ -59,7 +59,9 @@ class CompactionJob:
     (`proxy.compaction.policy.compaction_efficiency`); `forced` (the upstream said the context
     is too long) compacts even when little can be saved. With `memory`, the summarizer is also
     asked for durable facts, which are kept unless `known_facts` (the memory index the model
-    already has, as lines) holds them.
+    already has, as lines) holds them. `client_body`: the client's body without `messages`
+    (model, tools, every other key), for the request that warms the provider cache after a
+    background compaction (`proxy.compaction.prewarm`).
     """
 
     tenant: str
@@ -79,6 +81,7 @@ class CompactionJob:
     forced: bool = False
     memory: MemorySettings | None = None
     known_facts: tuple[str, ...] = ()
+    client_body: JSON | None = None
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the
@@ -89,6 +92,7 @@ class CompactionJob:
             client_system=tuple(copy_json(list(self.client_system))),
             working=tuple(copy_json(list(self.working))),
             prefix_body=copy_json(self.prefix_body),
+            client_body=copy_json(self.client_body),
         )
 
 

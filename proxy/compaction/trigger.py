@@ -5,7 +5,6 @@ with the job it would run (built only if one runs)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 
 from proxy.compaction.compactor import Compactor
@@ -14,8 +13,9 @@ from proxy.compaction.policy import CompactSettings
 from proxy.ports import SessionStore
 from proxy.types import Turn
 
-BackgroundHook = Callable[[str, str, CompactionOutcome], Awaitable[None]]
-"""Told of every finished background compaction: (tenant, session, outcome)."""
+BackgroundHook = Callable[[CompactionJob, CompactionOutcome], Awaitable[None]]
+"""Told of every finished background compaction: (the job, as deep-copied for the background,
+and its outcome)."""
 
 
 class CompactionTrigger:
@@ -31,8 +31,7 @@ class CompactionTrigger:
         self._compactor = compactor
 
     def _start_background(self, job: CompactionJob) -> None:
-        counted = functools.partial(self._counted, job.tenant, job.session)
-        self._compactor.start_background(job, on_done=counted)
+        self._compactor.start_background(job, on_done=self._counted)
 
     async def compact_if_due(
         self,
@@ -55,13 +54,13 @@ class CompactionTrigger:
             self._start_background(job())
         return None
 
-    async def _counted(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
+    async def _counted(self, job: CompactionJob, outcome: CompactionOutcome) -> None:
         """A finished background compaction counts in its session's state like a sync one, and
         is reported to `on_background` (events, metrics)."""
         if outcome.status == "done":
             fields = compaction_fields(outcome)
             await self.store.record_turn(
-                tenant, session, fields=fields, counters={"compactions": 1}, decisions={}
+                job.tenant, job.session, fields=fields, counters={"compactions": 1}, decisions={}
             )
         if self._on_background is not None:
-            await self._on_background(tenant, session, outcome)
+            await self._on_background(job, outcome)

@@ -56,6 +56,7 @@ def compaction_job(
         forced=forced,
         memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
         known_facts=known_facts(turn),
+        client_body=dict(turn.client.body),
     )
 
 

@@ -20,7 +20,7 @@ Modules, in the order a request meets them:
     keepalive      SSE comments while a slow preparation runs
     relay          writing to the client, a whole answer, the in-band error; stream_relay: a
                    stream, event by event
-    passthrough    every other `/v1/*` path, untouched
+    passthrough    every other `/v1/*` path, untouched; prewarm: the cache after a compaction
     admin          health, readiness, metrics, outputs, sessions, events; memory_view: facts
     runner         serving on one socket, draining; workers: `serve --workers N`, one socket
     observe/       what a request did, told to the metrics and the events

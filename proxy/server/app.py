@@ -1,7 +1,8 @@
 """`create_app(settings, ports=None)`: the one factory, wiring concrete adapters together.
 
 Everything app-scoped is built in one `cleanup_ctx` and torn down in reverse: the HTTP client
-session, the state store, the upstream adapters, the summarizers, the compactor, the engine.
+session, the state store, the upstream adapters, the summarizers, the compactor, the engine (the
+cache prewarms, `proxy.server.prewarm`, are cancelled after the background compactions).
 `ports` lets a caller (tests, the demo) supply its own store or workspace. The adapters come from
 `proxy.server.factories`.
 """
@@ -58,6 +59,7 @@ from proxy.server.observe.events import EventEmitter
 from proxy.server.observe.metrics import METRICS, Metrics
 from proxy.server.parser_errors import SERVER_HANDLER_ARGS
 from proxy.server.passthrough import passthrough
+from proxy.server.prewarm import PREWARMER, Prewarmer, in_turn
 from proxy.server.responses import create_response
 from proxy.server.responses_compact import compact_endpoint
 from proxy.server.responses_records import HandleSecret
@@ -104,7 +106,9 @@ def create_app(settings: Settings, ports: Ports | None = None) -> web.Applicatio
     app[OBSERVERS] = services.observers
     app[METRICS] = metrics
     emitter = services.events = EventEmitter(lambda: services.store)
-    app.cleanup_ctx.append(_resources(ports or Ports(), emitter.on_background))
+    prewarmer = app[PREWARMER] = Prewarmer(services)
+    hook = in_turn((emitter.on_background, prewarmer.on_background))
+    app.cleanup_ctx.append(_resources(ports or Ports(), hook, prewarmer))
     app.on_shutdown.append(_drain)
     app.on_response_prepare.append(stamp_ids)
     app.router.add_get("/healthz", admin.healthz)
@@ -137,7 +141,7 @@ def _price_table(settings: Settings) -> PriceTable | None:
         raise ConfigError(str(exc), key="server.prices", file=settings.source) from None
 
 
-def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
+def _resources(ports: Ports, on_background: BackgroundHook, prewarmer: Prewarmer) -> CleanupContext:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         settings = app[SETTINGS]
         via = app[SERVICES].instance
@@ -167,6 +171,7 @@ def _resources(ports: Ports, on_background: BackgroundHook) -> CleanupContext:
         yield
         app[LIFECYCLE].phase = "draining"
         await compactor.aclose()
+        await prewarmer.aclose()
         await asyncio.gather(*app[LIFECYCLE].tasks, return_exceptions=True)
         for summarizer in summarizers.values():
             await summarizer.close()  # type: ignore[attr-defined]

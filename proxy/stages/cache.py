@@ -53,11 +53,13 @@ from proxy.usage import CHARS_PER_TOKEN
 @dataclass(frozen=True, slots=True)
 class CacheSettings:
     """`min_cacheable_tokens=None` looks the minimum up by model
-    (`MIN_CACHEABLE_BY_MODEL`)."""
+    (`MIN_CACHEABLE_BY_MODEL`). `prewarm`: after a background compaction, warm the provider
+    cache for the new prefix with a one-token request (`proxy.compaction.prewarm`)."""
 
     ttl: Ttl = "5m"
     send_prompt_cache_key: bool = False
     min_cacheable_tokens: int | None = None
+    prewarm: bool = False
 
     def __post_init__(self) -> None:
         if self.ttl not in ("5m", "1h"):

@@ -308,7 +308,8 @@ async def test_background_compaction_stores_the_summary_for_the_next_request() -
     done: list[CompactionOutcome] = []
     finished = asyncio.Event()
 
-    async def on_done(outcome: CompactionOutcome) -> None:
+    async def on_done(copied: CompactionJob, outcome: CompactionOutcome) -> None:
+        assert copied == job and copied.working is not job.working  # the deep copy
         done.append(outcome)
         finished.set()
 

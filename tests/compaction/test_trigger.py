@@ -63,8 +63,8 @@ class Heard:
         self.told: list[tuple[str, str, CompactionOutcome]] = []
         self.done = asyncio.Event()
 
-    async def __call__(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
-        self.told.append((tenant, session, outcome))
+    async def __call__(self, job: CompactionJob, outcome: CompactionOutcome) -> None:
+        self.told.append((job.tenant, job.session, outcome))
         self.done.set()
 
 

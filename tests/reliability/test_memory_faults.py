@@ -25,7 +25,7 @@ from proxy.adapters.memory.store import MemoryStore
 from proxy.adapters.redis.store import RedisStore
 from proxy.adapters.workspace import FileWorkspace
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.job import CompactionJob, CompactionOutcome
 from proxy.compaction.policy import CompactSettings
 from proxy.compaction.writeback import MemoryWriter
 from proxy.engine.engine import ContextEngine
@@ -146,8 +146,8 @@ def make_rig(store: StateStore, summarizer: FaultySummarizer) -> Rig:
     def count(tenant: str, outcome: str) -> None:
         rig.counted[outcome] += 1
 
-    async def heard(tenant: str, session: str, outcome: CompactionOutcome) -> None:
-        rig.background[session].set_result(outcome)
+    async def heard(job: CompactionJob, outcome: CompactionOutcome) -> None:
+        rig.background[job.session].set_result(outcome)
 
     memory = MemoryWriter(store, clock=lambda: NOW, on_write=count)
     compactor = Compactor(store=store, summarizers={"openai": summarizer}, memory=memory)

@@ -25,9 +25,10 @@ from typing import Any
 
 from proxy.cost.cachesim import AnthropicCache, CacheUse, OpenAIDigests
 from proxy.cost.prices import Price, PriceTable, Unpriced
-from proxy.cost.pricing import TokenCounts, price_counts, usage_counts
+from proxy.cost.pricing import Cost, TokenCounts, price_counts, usage_counts
 from proxy.server.observe.trace import Bill, Trace
 from proxy.types import Draft
+from proxy.usage import Usage
 
 MAX_SESSIONS = 1024
 Simulation = AnthropicCache | OpenAIDigests
@@ -50,6 +51,13 @@ class Biller:
         if isinstance(price, Unpriced):
             return Bill()
         return Bill(price_counts(usage_counts(usage), price), self._saved(trace, price))
+
+    def price(self, model: str, usage: Usage | None) -> Cost | None:
+        """What `usage` of `model` cost, or None without usage, a table or a price for it."""
+        if usage is None or self._table is None:
+            return None
+        price = self._table.lookup(model)
+        return None if isinstance(price, Unpriced) else price_counts(usage_counts(usage), price)
 
     def _saved(self, trace: Trace, price: Price) -> float | None:
         turn = trace.prepared.turn

@@ -14,12 +14,13 @@ from collections.abc import Callable
 
 import orjson
 
-from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.job import CompactionJob, CompactionOutcome
+from proxy.cost.pricing import Cost
 from proxy.errors import StoreUnavailable
 from proxy.ports import EventStore
 from proxy.server.observe.stage_tokens import stage_tokens
 from proxy.server.observe.trace import Bill, Trace
-from proxy.usage import usage_from
+from proxy.usage import Usage, usage_from
 
 log = logging.getLogger(__name__)
 
@@ -164,9 +165,30 @@ class EventEmitter:
         self._store_of = store_of
         self._clock = clock
 
-    async def on_background(self, tenant: str, session: str, outcome: CompactionOutcome) -> None:
+    async def on_background(self, job: CompactionJob, outcome: CompactionOutcome) -> None:
         """Emit the event of a background compaction (the engine's `on_background` hook)."""
-        await self._emit(background_compaction_event(tenant, session, outcome, now=self._clock()))
+        event = background_compaction_event(job.tenant, job.session, outcome, now=self._clock())
+        await self._emit(event)
+
+    async def on_prewarm(
+        self,
+        tenant: str,
+        session: str,
+        outcome: str,
+        reason: str,
+        usage: Usage | None,
+        cost: Cost | None,
+    ) -> None:
+        """Emit the `kind=prewarm` entry of a cache prewarm (`proxy.server.prewarm`): its
+        outcome and reason, the tokens it read and wrote, and its cost when priced."""
+        event = {"kind": "prewarm", "ts": f"{self._clock():.3f}", "tenant": tenant,
+                 "session": session, "outcome": outcome, "reason": reason}  # fmt: skip
+        if usage is not None:
+            event["cached_tokens"] = str(usage.cached_tokens)
+            event["cache_creation_tokens"] = str(usage.cache_creation_tokens)
+        if cost is not None:
+            event["cost_usd"] = f"{cost.total:.8f}"
+        await self._emit(event)
 
     async def on_client_compaction(
         self, tenant: str, session: str, outcome: CompactionOutcome, *, asked: str, model: str

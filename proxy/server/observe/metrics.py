@@ -22,7 +22,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from proxy.compaction.job import CompactionOutcome
-from proxy.cost.pricing import COST_KINDS
+from proxy.cost.pricing import COST_KINDS, Cost
 from proxy.engine.prepared import Tally
 from proxy.server.observe.series import Counter, CounterSeries, Families, Histogram
 from proxy.server.observe.trace import Bill, Trace
@@ -66,7 +66,7 @@ class Metrics:
         )  # fmt: skip
         self.cost = count(
             "cost_usd", "USD the answers' usage cost at the price table's prices "
-            "(input, cache_read, cache_write, output).", t, "kind",
+            "(input, cache_read, cache_write, output; prewarm: the cache prewarms).", t, "kind",
         )  # fmt: skip
         self.unpriced = count("unpriced_requests", "Answers of a model with no price.", t)
         self.saved = count(
@@ -76,6 +76,10 @@ class Metrics:
         self.extra = count(
             "cost_extra_usd", "Estimated USD above the client's own body going direct "
             "(requests where ctxproxy cost more).", t,
+        )  # fmt: skip
+        self.prewarms = count(
+            "prewarms", "Cache prewarms after background compactions (done, failed, "
+            "skipped).", t, "outcome",
         )  # fmt: skip
         self.misses = count(
             "cache_misses", "Requests whose cache reads fell against the session's previous "
@@ -125,6 +129,12 @@ class Metrics:
     def count_memory_write(self, tenant: str, outcome: str) -> None:
         """One compaction's facts (`proxy.compaction.writeback`), background ones included."""
         self.memory_writes.labels(tenant, outcome).value += 1
+
+    def count_prewarm(self, tenant: str, outcome: str, cost: Cost | None) -> None:
+        """One prewarm (`proxy.server.prewarm`), its cost as `kind="prewarm"` when priced."""
+        self.prewarms.labels(tenant, outcome).value += 1
+        if cost is not None:
+            self.cost.labels(tenant, "prewarm").value += cost.total
 
     def set_store_degraded(self, degraded: bool) -> None:
         """The store health gauge: 1 while the store is unreachable."""
