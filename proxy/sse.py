@@ -6,8 +6,9 @@ each complete event with the exact bytes it came in, so a relay can forward even
 drop one) without ever re-encoding. Handles `\\n`, `\\r\\n` and `\\r` line ends split anywhere,
 comments, multi-line `data:` and UTF-8 split across chunks. A partial event is never returned.
 
-Writing: `data_event` (one `data:` event of JSON), `error_event` (the in-band error event that ends
-a stream which has already started: an OpenAI-shaped error body as its data) and `DONE`.
+Writing: `sse_event` (one named event of JSON: the Messages and Responses streams), `data_event`
+(one `data:` event of JSON), `error_event` (the in-band error event that ends a stream which has
+already started: an OpenAI-shaped error body as its data) and `DONE`.
 
 Watching: `find_set_key`, where an event's bytes may set a JSON key (`"usage"`, `"finish_reason"`)
 to something other than null: what a relay must decode, the rest it copies as it came.
@@ -44,6 +45,12 @@ def find_set_key(data: bytes, key: bytes, start: int = 0, stop: int | None = Non
     while at >= 0 and _NULL_VALUE.match(data, at + len(key)):
         at = data.find(key, at + len(key), end)
     return at
+
+
+def sse_event(name: str, payload: object) -> bytes:
+    """One named event (`event: NAME`) carrying `payload` as compact JSON: the Messages and
+    Responses APIs' streams name every event."""
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
 def data_event(payload: object) -> bytes:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.sse import SSEDecoder, SSEvent, find_set_key
+from proxy.sse import SSEDecoder, SSEvent, find_set_key, sse_event
 
 FRAGMENTS = [
     b"data:", b"data: ", b"event: x", b"id: 7", b"id: a\x00b", b":c", b"retry: 5", b"x", b" ",
@@ -68,3 +68,10 @@ def test_sse_decoder_reads_a_whole_event_chunk_and_holds_an_open_one() -> None:
 )
 def test_find_set_key_finds_a_key_set_to_anything_but_null(data: bytes, found: int) -> None:
     assert find_set_key(data, b'"usage"') == found
+
+
+def test_a_named_event_names_its_type_and_holds_compact_json() -> None:
+    event = sse_event("message_stop", {"type": "message_stop", "n": [1, 2]})
+    assert event == b'event: message_stop\ndata: {"type":"message_stop","n":[1,2]}\n\n'
+    [decoded] = SSEDecoder().feed(event)
+    assert (decoded.event, decoded.data) == ("message_stop", '{"type":"message_stop","n":[1,2]}')

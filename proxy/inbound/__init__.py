@@ -5,7 +5,7 @@ The internal form is one chat-completions body: whatever API a client speaks, th
 touched leaves exactly as it came. What the chat form cannot hold waits in a side table, a
 `Carrier`; `splice` pairs prepared messages with the client's.
 
-Shared: splice (pairing, re-rendering a changed message), sse_write (one SSE event), chat_request
+Shared: splice (pairing, re-rendering a changed message), chat_request
 (the prepared body → a chat upstream's request), result_images (the images of the client's tool
 results, which a chat upstream gets in a user message), chat_stream (reading a chat upstream's
 stream for messages_stream and responses_stream).

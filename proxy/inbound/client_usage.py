@@ -22,8 +22,7 @@ from typing import Any
 
 import orjson
 
-from proxy.inbound.sse_write import sse_event
-from proxy.sse import SSEvent
+from proxy.sse import SSEvent, sse_event
 from proxy.types import JSON
 
 USAGE_EVENTS = ("message_start", "message_delta")

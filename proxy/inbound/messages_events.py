@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from proxy.inbound.client_usage import rescaled_event
 from proxy.inbound.messages_usage import MessagesUsageWatcher
-from proxy.inbound.sse_write import sse_event
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, sse_event
 from proxy.usage import Usage
 
 STOP = "message_stop"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from proxy.inbound.chat_stream import ChatStreamReader
 from proxy.inbound.messages_response import message_id, messages_usage, stop_reason
-from proxy.inbound.sse_write import sse_event
+from proxy.sse import sse_event
 from proxy.types import JSON
 
 

@@ -1,7 +1,7 @@
 """The Responses API's stream events, written for a client (pure).
 
 `EventWriter` numbers each event (`sequence_number`, from 0) and writes it as SSE
-(`proxy.inbound.sse_write`); one writer per stream. `replay_response` writes the whole event
+(`proxy.sse.sse_event`); one writer per stream. `replay_response` writes the whole event
 sequence of a finished Response, as the API would have streamed it:
 
     response.created, response.in_progress             (the response, in progress, no output)
@@ -23,7 +23,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from proxy.inbound.sse_write import sse_event
+from proxy.sse import sse_event
 from proxy.types import JSON
 
 TERMINAL = MappingProxyType(

@@ -37,7 +37,7 @@ import orjson
 
 from proxy.recall.messages_rounds import TOOL_USE, MessagesRound, split_uses
 from proxy.recall.rounds import sum_usage
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, sse_event
 from proxy.types import JSON
 
 __all__ = ["MessagesStreamMerger"]
@@ -285,9 +285,8 @@ def _indexed(raw: bytes, payload: JSON, index: int) -> bytes:
 
 
 def _event(payload: JSON) -> bytes:
-    """One event of the Messages API's stream, named by its type."""
-    name = str(payload.get("type", "")).encode()
-    return b"event: " + name + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    """One event of the stream, named by its type."""
+    return sse_event(str(payload.get("type", "")), payload)
 
 
 def _object(value: Any) -> JSON:

@@ -32,7 +32,6 @@ numbers do not change goes out as it came.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -45,7 +44,7 @@ from proxy.recall.responses_rounds import (
     shown_items,
     without_recall_tool,
 )
-from proxy.sse import SSEDecoder, SSEvent
+from proxy.sse import SSEDecoder, SSEvent, sse_event
 from proxy.types import JSON
 
 __all__ = ["ResponsesStreamMerger"]
@@ -256,7 +255,6 @@ class ResponsesStreamMerger:
         return _event({**payload, "sequence_number": number})
 
 
-def _event(payload: dict[str, Any]) -> bytes:
-    """One event of the Responses API's stream, named by its type."""
-    name = str(payload.get("type", "")).encode()
-    return b"event: " + name + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+def _event(payload: JSON) -> bytes:
+    """One event of the stream, named by its type."""
+    return sse_event(str(payload.get("type", "")), payload)

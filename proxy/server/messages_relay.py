@@ -34,7 +34,6 @@ from proxy.inbound.messages_events import PassedEvents
 from proxy.inbound.messages_response import chat_response_to_messages
 from proxy.inbound.messages_stream import MessagesStreamTranslator
 from proxy.inbound.messages_usage import usage_of_message
-from proxy.inbound.sse_write import sse_event
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
 from proxy.server.relay import (
@@ -45,7 +44,7 @@ from proxy.server.relay import (
     with_ours,
     write_to_client,
 )
-from proxy.sse import SSEDecoder
+from proxy.sse import SSEDecoder, sse_event
 from proxy.usage import Usage, usage_from
 
 AFTER_STOP_S = 1.0

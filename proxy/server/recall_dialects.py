@@ -28,7 +28,6 @@ from proxy.errors import CtxProxyError
 from proxy.inbound.messages_errors import messages_error, messages_error_for
 from proxy.inbound.messages_usage import usage_of_message
 from proxy.inbound.responses_usage import usage_of_response
-from proxy.inbound.sse_write import sse_event
 from proxy.ports import Upstream, UpstreamReply
 from proxy.recall.messages_rounds import (
     MessagesRound,
@@ -51,7 +50,7 @@ from proxy.recall.stream import StreamMerger
 from proxy.recall.tool import RecallSettings, continuation, next_round_body
 from proxy.server.body import with_usage_requested
 from proxy.server.relay import upstream_error
-from proxy.sse import error_event
+from proxy.sse import error_event, sse_event
 from proxy.types import JSON
 from proxy.usage import Usage, usage_from
 

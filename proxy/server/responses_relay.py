@@ -29,7 +29,6 @@ from aiohttp import web
 from proxy.adapters.upstream.transport import CUT_ERRORS, UpstreamIdle
 from proxy.inbound.responses_response import chat_response_to_response
 from proxy.inbound.responses_usage import usage_of_response
-from proxy.inbound.sse_write import sse_event
 from proxy.inbound.usage_report import scaled_chat_usage, scaled_responses_usage
 from proxy.ports import UpstreamReply
 from proxy.server.appkeys import SCOPE
@@ -42,6 +41,7 @@ from proxy.server.relay import (
     write_to_client,
 )
 from proxy.server.responses_streams import Answer, Events, NativeEvents, TranslatedEvents
+from proxy.sse import sse_event
 from proxy.types import JSON
 from proxy.usage import usage_from_body
 

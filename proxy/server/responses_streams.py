@@ -20,9 +20,8 @@ import orjson
 
 from proxy.inbound.responses_stream import ResponsesStreamTranslator
 from proxy.inbound.responses_usage import TERMINAL, ResponsesUsageWatcher
-from proxy.inbound.sse_write import sse_event
 from proxy.inbound.usage_report import scaled_responses_usage
-from proxy.sse import SSEDecoder
+from proxy.sse import SSEDecoder, sse_event
 from proxy.types import JSON
 from proxy.usage import Usage
 
