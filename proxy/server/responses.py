@@ -46,6 +46,7 @@ from proxy.server.responses_records import Records
 from proxy.server.responses_relay import end_with_error, relay_answer
 from proxy.server.responses_streams import Answer
 from proxy.settings import TenantSettings
+from proxy.translate.tool_images import keep_tool_images
 from proxy.types import JSON, Turn
 
 
@@ -163,8 +164,10 @@ class Sender:
         if self.native is not None:
             rendered = internal_to_responses(body, self._carrier)
             return await self.native.send_responses(rendered, headers=headers, api_key=api_key)
-        if not self._anthropic:  # the Anthropic adapter translates the chat body itself
-            images = responses_result_images(body.get("messages") or [], self._carrier)
+        images = responses_result_images(body.get("messages") or [], self._carrier)
+        if self._anthropic:  # the adapter translates; a tool_result holds its images
+            body = {**body, "messages": keep_tool_images(body.get("messages") or [], images)}
+        else:
             body = chat_request(body, keep_markers=self._keep_markers, images=images)
         return await self._chat.send_chat(
             body, headers=headers, api_key=api_key, previous_id=previous_id

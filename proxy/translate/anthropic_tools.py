@@ -5,7 +5,12 @@
     tool_choice            → auto→auto, none→none, required→any, named function→tool
     parallel_tool_calls    → false: `disable_parallel_tool_use` on the choice (auto if none given)
 
-Without tools neither key is sent.
+Without tools neither key is sent, unless the history holds tool calls: a chat client may send
+its past tool calls and results without `tools` (the chat API allows it; a compaction summary
+request may too), but the Messages API refuses `tool_use` / `tool_result` blocks in a request that
+defines no tools. Then each tool called in the history is declared by name with an empty object
+schema, in order of first call, and `tool_choice` is `none`: the model reads the history as it
+was and, as the client asked, calls nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ def tools_request(body: JSON) -> JSON:
     """`tools` and `tool_choice` of a Messages request; empty when the body has no tools."""
     tools = [_tool(tool) for tool in body.get("tools") or [] if isinstance(tool, dict)]
     if not tools:
-        return {}
+        return history_tools(body.get("messages") or [])
     out: JSON = {"tools": tools}
     choice = _tool_choice(body.get("tool_choice"))
     if body.get("parallel_tool_calls") is False and (choice or {}).get("type") != "none":
@@ -28,6 +33,28 @@ def tools_request(body: JSON) -> JSON:
     if choice:
         out["tool_choice"] = choice
     return out
+
+
+HISTORY_TOOL_DESCRIPTION = "Called earlier in this conversation; not available now."
+
+
+def history_tools(messages: list[JSON]) -> JSON:
+    """For a request without tools: the tools its history calls, declared by name (empty
+    schema), with `tool_choice` none; empty when no assistant message calls a tool."""
+    names: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
+                if isinstance(name, str) and name:
+                    names.setdefault(name)
+    if not names:
+        return {}
+    declared = [
+        {"name": name, "description": HISTORY_TOOL_DESCRIPTION, "input_schema": {"type": "object"}}
+        for name in names
+    ]
+    return {"tools": declared, "tool_choice": {"type": "none"}}
 
 
 def _tool(tool: JSON) -> JSON:

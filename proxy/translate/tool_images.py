@@ -14,6 +14,11 @@ The user message is a new one, or the one that follows the run (its content afte
 some chat templates refuse two user messages in a row).
 
 Nothing is moved when no tool message has images (the messages come back as they were).
+
+For an Anthropic upstream, whose `tool_result` holds images, `keep_tool_images` instead puts each
+tool message's images after its text, as `image_url` parts of the tool message itself, which the
+Messages translation (`proxy.translate.anthropic_blocks`) turns into image blocks of its
+`tool_result`: no note, no user message added.
 """
 
 from __future__ import annotations
@@ -81,4 +86,25 @@ def _with_note(message: Message, n: int) -> Message:
         out["content"] = f"{content}\n{note}"
     else:
         out["content"] = note
+    return out
+
+
+def keep_tool_images(
+    messages: Sequence[Message], images: Mapping[int, Sequence[JSON]]
+) -> list[Message]:
+    """`messages` with the image parts `images[i]` after the text of tool message `i`, in its
+    own content (module doc); entries that are empty or name no tool message are ignored.
+    Input not mutated."""
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        found = list(images.get(index, ()))
+        if not found or message.get("role") != "tool":
+            out.append(message)
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            own: list[Any] = [{"type": "text", "text": content}] if content else []
+        else:
+            own = list(content) if isinstance(content, list) else []
+        out.append({**message, "content": [*own, *found]})
     return out

@@ -94,7 +94,7 @@ async def test_max_rounds_keeps_the_tool_defined_and_forbids_its_use_in_the_last
     """The last round's history holds `tool_use` blocks of the recall tool: the API refuses them
     without the tools defined, so the tool stays (the same bytes) and `tool_choice` is none."""
     proxy = await make_anthropic_proxy(tenant_extra="[tenants.default.recall]\nmax_rounds = 2\n")
-    proxy.fake.respond, proxy.fake.tools_required = always_recalling, True
+    proxy.fake.respond = always_recalling
     extra: JSON = {"tools": tools} if tools else {}
     async with proxy.client() as client:
         if stream:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.e2e.conftest import MakeAnthropicProxy
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.inbound import responses_builders as r
 from tests.server.conftest import MakeProxy
@@ -60,6 +61,37 @@ async def test_images_of_a_function_call_output_reach_a_chat_upstream_in_a_user_
         ],
     }  # fmt: skip
     assert "gAAAAABsecret" not in str(proxy.fake.chat[-1].raw)
+
+
+async def test_images_of_a_function_call_output_reach_an_anthropic_upstream_in_its_tool_result(
+    make_anthropic_proxy: MakeAnthropicProxy,
+) -> None:
+    proxy = await make_anthropic_proxy()
+    image = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "high"}
+    data = {"type": "input_image", "image_url": "data:image/png;base64,iVBOR", "detail": "auto"}
+    items = [
+        r.user("Screenshot both."),
+        r.call("c1", "shot"),
+        r.call("c2", "shot"),
+        r.output("c1", [{"type": "input_text", "text": "page a"}, image]),
+        r.output("c2", [data]),
+    ]
+    async with proxy.client() as client:
+        await client.responses.create(model="claude-x", input=items, tools=[SHOT])  # type: ignore[arg-type]
+    results = proxy.fake.received[-1].body["messages"][-1]["content"]
+    assert [(b["type"], b["tool_use_id"]) for b in results] == [
+        ("tool_result", "c1"), ("tool_result", "c2")
+    ]  # fmt: skip
+    assert results[0]["content"] == [
+        {"type": "text", "text": "page a"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+    ]
+    assert results[1]["content"] == [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
+    ]
+
+
+SHOT = {"type": "function", "name": "shot", "parameters": {"type": "object", "properties": {}}}
 
 
 async def test_reasoning_content_of_a_chat_upstream_is_not_returned_as_a_reasoning_item(

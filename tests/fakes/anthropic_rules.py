@@ -7,9 +7,8 @@ start of the next user message (and no stray `tool_result`), at most 4 `cache_co
 the thinking budget and its sampling limits. With `beta` (a request carrying `anthropic-beta`):
 the SDK's beta request types (`context_management`, `mcp_servers`, …), sampling parameters
 accepted (the installed SDK no longer lists them; the API takes them for older models) and tool
-schemas free-form. With `tools_required`: `tools` defined when the messages hold `tool_use` or
-`tool_result` blocks (the API refuses such a request without them; off unless asked for, since
-many scenarios here replay a history without the tools it was made with).
+schemas free-form. With `tools_required` (the default, as the API does): `tools` defined when the
+messages hold `tool_use` or `tool_result` blocks (the API refuses such a request without them).
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ def _force(value: Any) -> Any:
     return [_force(v) for v in value]
 
 
-def request_problem(body: JSON, *, beta: bool = False, tools_required: bool = False) -> str | None:
+def request_problem(body: JSON, *, beta: bool = False, tools_required: bool = True) -> str | None:
     """The API's 400 message for `body`, or None when the request is acceptable."""
     if "max_tokens" not in body:
         return "max_tokens: Field required"

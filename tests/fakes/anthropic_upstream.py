@@ -7,8 +7,9 @@ texts; a wrong key (`x-api-key`, or an OAuth token as `Authorization: Bearer`) g
 `authentication_error`. Counting answers `input_tokens` = characters of the JSON `system`,
 `messages` and `tools` / 4; with `measure_usage` answers report that count as their input tokens
 too. With `summary_text` set, a request ending in ctxproxy's summary instruction is a summarizer
-call, answered with that text and recorded in `summary_requests` as well. With
-`tools_required` it refuses, as the API does, tool blocks in a request that defines no tools.
+call, answered with that text and recorded in `summary_requests` as well. It refuses, as the API
+does, tool blocks in a request that defines no tools (`tools_required`, on unless a test turns
+it off).
 `respond` (a function of the request body) answers when the script is empty, to play a model that
 reacts to a tool result.
 Every request is recorded (`received`); answers are scripted (`script(...)`) and rendered as a
@@ -103,7 +104,7 @@ class FakeAnthropic:
         self.summary_requests: list[Received] = []
         self.summary_text: str | None = None
         self.measure_usage = False
-        self.tools_required = False
+        self.tools_required = True
         self._replies: deque[Reply | ErrorReply] = deque()
         self.respond: Callable[[JSON], Reply | ErrorReply] | None = None
         self._ids = 0
@@ -150,7 +151,9 @@ class FakeAnthropic:
         if isinstance(got, web.Response):
             return got
         body, beta = got
-        problem = request_problem({**body, "max_tokens": 1}, beta=beta)
+        problem = request_problem(
+            {**body, "max_tokens": 1}, beta=beta, tools_required=self.tools_required
+        )
         if problem:
             return api_error(400, "invalid_request_error", problem)
         return web.json_response({"input_tokens": input_tokens(body)})

@@ -286,5 +286,7 @@ async def test_a_prefilled_answer_is_not_offered_the_tool(
     proxy.fake.respond = recall_when_offered
     history = [*long_session(), {"role": "assistant", "content": "The answer is"}]
     async with proxy.client() as client:
-        answer = await client.messages.create(model=MODEL, max_tokens=10, messages=history)
-    assert said(answer) == "No recall here." and "tools" not in upstream_bodies(proxy)[0]
+        answer = await client.messages.create(
+            model=MODEL, max_tokens=10, messages=history, tools=[READ_TOOL]
+        )
+    assert said(answer) == "No recall here." and tool_names(upstream_bodies(proxy)[0]) == ["Read"]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from proxy.translate.tool_images import move_tool_images
+from proxy.translate.anthropic_request import to_messages_request
+from proxy.translate.tool_images import keep_tool_images, move_tool_images
+from tests.fakes.anthropic_rules import request_problem
 
 PNG = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}
 JPG = {"type": "image_url", "image_url": {"url": "https://example.com/chart.jpg"}}
@@ -83,3 +85,24 @@ def test_nothing_moves_without_images_or_for_a_message_that_is_not_a_tool_result
     messages = [ASKED, CALLS, tool("t1", "a")]
     out = move_tool_images(messages, {0: [PNG], 2: []})
     assert out == messages and all(a is b for a, b in zip(out, messages, strict=True))
+
+
+def test_for_anthropic_the_images_stay_in_their_tool_results_after_the_text() -> None:
+    messages = [ASKED, CALLS, tool("t1", "page one"), tool("t2", "")]
+    before = copy.deepcopy(messages)
+    out = keep_tool_images(messages, {2: [PNG], 3: [JPG], 0: [PNG]})
+    assert out[:2] == [ASKED, CALLS] and messages == before
+    assert out[2:] == [
+        tool("t1", [{"type": "text", "text": "page one"}, PNG]),
+        tool("t2", [JPG]),
+    ]
+    request = to_messages_request({"model": "claude-x", "messages": out, "tools": []})
+    assert request_problem(request) is None
+    first, second = request["messages"][-1]["content"]
+    assert [b["type"] for b in first["content"]] == ["text", "image"]
+    assert first["content"][1]["source"] == {
+        "type": "base64", "media_type": "image/png", "data": "iVBOR"
+    }  # fmt: skip
+    assert second["content"] == [
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/chart.jpg"}}
+    ]
