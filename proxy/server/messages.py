@@ -40,6 +40,7 @@ from proxy.server.messages_forward import (
     client_key,
     forward,
     looping,
+    sending,
     summarizer_key,
     upstream_body,
 )
@@ -105,6 +106,7 @@ async def count_tokens(request: web.Request) -> web.Response:
         turn=inbound.turn,
         api_key=summarizer_key(inbound),
         recall=looping(inbound),  # what would be sent: the recall tool too, when offered
+        sending=sending(upstream, inbound),
     )
     scale = _scale(inbound, prepared)
     headers = {"Content-Type": "application/json", **ctx_headers(prepared)}

@@ -60,7 +60,9 @@ class Prewarmer:
         if outcome.status != "done" or tenant is None or not tenant.cache.prewarm:
             return
         upstream = settings.upstreams[tenant.upstream]
-        skip = prewarm_skip(job, cache_style=upstream.cache_style, api=upstream.api)
+        skip = prewarm_skip(
+            job, cache_style=upstream.cache_style, api=upstream.api, kind=upstream.kind
+        )
         key = (job.tenant, job.session)
         if not skip and key in self._tasks:
             skip = "in_flight"
