@@ -56,10 +56,6 @@ class Sending:
     thinking: bool = False
 
 
-PLAIN = Sending()
-"""A chat client's requests: the job's key, its body as sent."""
-
-
 @dataclass(frozen=True, slots=True)
 class CompactionJob:
     """Everything one compaction needs.
@@ -99,7 +95,7 @@ class CompactionJob:
     memory: MemorySettings | None = None
     known_facts: tuple[str, ...] = ()
     client_body: JSON | None = None
-    sending: Sending = PLAIN
+    sending: Sending = Sending()
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the

@@ -5,7 +5,7 @@ back into the pipeline), and the facts the request's model already knows. Pure: 
 
 from __future__ import annotations
 
-from proxy.compaction.job import PLAIN, CompactionJob, Sending
+from proxy.compaction.job import CompactionJob, Sending
 from proxy.compaction.plan import CompactionPlan, plan_compaction
 from proxy.compaction.policy import last_compaction_efficiency
 from proxy.engine.offer import prefix_with_tool
@@ -21,7 +21,7 @@ def compaction_job(
     *,
     forced: bool = False,
     whole: bool = False,
-    sending: Sending = PLAIN,
+    sending: Sending | None = None,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts); `forced`: the upstream said the context is too long; `whole`: every
@@ -59,7 +59,7 @@ def compaction_job(
         memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
         known_facts=known_facts(turn),
         client_body=dict(turn.client.body),
-        sending=sending,
+        sending=sending or Sending(),
     )
 
 
