@@ -50,10 +50,16 @@ class Sending:
     (`proxy.compaction.prewarm`). `same_key`: whether `CompactionJob.api_key` is their
     credential (not with an OAuth bearer on `/v1/messages`: only the request holds it);
     `thinking`: whether they ask the model to think in a key the internal body does not hold
-    (a Messages body's `thinking`, carried by the route)."""
+    (a Messages body's `thinking`, carried by the route). To an Anthropic upstream from
+    `/v1/messages`: `messages`, the client's Messages body as sent (the prewarm converts and
+    renders it as the route does, thinking blocks and signatures kept), with its `anthropic-*`
+    `headers` and its `query`."""
 
     same_key: bool = True
     thinking: bool = False
+    messages: JSON | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    query: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +113,7 @@ class CompactionJob:
             working=tuple(copy_json(list(self.working))),
             prefix_body=copy_json(self.prefix_body),
             client_body=copy_json(self.client_body),
+            sending=replace(self.sending, messages=copy_json(self.sending.messages)),
         )
 
 

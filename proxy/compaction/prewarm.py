@@ -13,6 +13,7 @@ and writes the cache: a prewarm would only pay a second write, so there is none.
     prewarm_skip     why a finished background compaction gets no prewarm ("" when it gets one)
     client_request   the session's last client body, rebuilt from the compaction's job
     prewarm_body     the prepared body turned into the one-token request
+    messages_prewarm the rendered Messages body turned into the one-token request
 """
 
 from __future__ import annotations
@@ -74,4 +75,12 @@ def prewarm_body(prepared: JSON) -> JSON:
     cache markers — so that the prefix is the same bytes the next request sends."""
     body = {key: value for key, value in prepared.items() if key not in LEFT_OUT}
     body["max_completion_tokens"] = 1
+    return body
+
+
+def messages_prewarm(rendered: JSON) -> JSON:
+    """A Messages body rendered as the route renders it, as a one-token request: not
+    streamed, `max_tokens` 1, every other key as rendered."""
+    body = {key: value for key, value in rendered.items() if key != "stream"}
+    body["max_tokens"] = 1
     return body

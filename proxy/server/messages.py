@@ -106,7 +106,7 @@ async def count_tokens(request: web.Request) -> web.Response:
         turn=inbound.turn,
         api_key=summarizer_key(inbound),
         recall=looping(inbound),  # what would be sent: the recall tool too, when offered
-        sending=sending(upstream, inbound),
+        sending=sending(upstream, inbound, request),
     )
     scale = _scale(inbound, prepared)
     headers = {"Content-Type": "application/json", **ctx_headers(prepared)}

@@ -71,7 +71,7 @@ async def forward(
 ) -> Forwarded:
     """Prepare and send (see the module doc); `reader`: where the recall loop reads persisted
     outputs."""
-    sends = sending(upstream, inbound)
+    sends = sending(upstream, inbound, request)
     prepared = await _prepare(engine, inbound, keepalive, sends, force_compact=False)
     prepare_s = time.monotonic() - started
     outgoing = upstream_body(upstream, inbound, prepared)
@@ -190,14 +190,23 @@ def summarizer_key(inbound: Inbound) -> str | None:
     return None if inbound.as_bearer else client_key(inbound)
 
 
-def sending(upstream: Upstream, inbound: Inbound) -> Sending:
+def sending(upstream: Upstream, inbound: Inbound, request: web.Request) -> Sending:
     """What the request goes upstream with beyond its internal body, for a compaction's
-    prewarm: not the summarizer's key when the client's is an OAuth bearer; thinking when an
-    Anthropic upstream is sent the client's `thinking` (an OpenAI-kind one is not)."""
-    anthropic = isinstance(upstream, AnthropicUpstream)
+    prewarm: not the summarizer's key when the client's is an OAuth bearer; to an Anthropic
+    upstream, the client's body, `anthropic-*` headers and query (rendered as here), and
+    whether it asks for thinking (an OpenAI-kind upstream is sent the chat form: neither)."""
+    same_key = summarizer_key(inbound) == client_key(inbound)
+    if not isinstance(upstream, AnthropicUpstream):
+        return Sending(same_key=same_key)
+    headers = tuple(
+        (k, v) for k, v in request.headers.items() if k.lower().startswith("anthropic-")
+    )
     return Sending(
-        same_key=summarizer_key(inbound) == client_key(inbound),
-        thinking=anthropic and asks_thinking(inbound.body, kind="anthropic"),
+        same_key=same_key,
+        thinking=asks_thinking(inbound.body, kind="anthropic"),
+        messages=inbound.body,
+        headers=headers,
+        query=request.rel_url.raw_query_string,
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from proxy.compaction.job import CompactionJob, Sending
 from proxy.compaction.policy import CompactSettings
-from proxy.compaction.prewarm import client_request, prewarm_body, prewarm_skip
+from proxy.compaction.prewarm import client_request, messages_prewarm, prewarm_body, prewarm_skip
 from proxy.types import JSON
 from tests.factories import assistant, compaction_job, draft, system, user
 
@@ -98,3 +98,18 @@ def test_a_session_sent_with_another_credential_or_carried_thinking_gets_no_prew
         prewarm_skip(bearer, cache_style="anthropic", api="chat", kind="anthropic") == "credential"
     )
     assert prewarm_skip(thinks, cache_style="anthropic", api="chat", kind="anthropic") == "thinking"
+
+
+def test_a_messages_prewarm_asks_one_token_unstreamed_and_keeps_every_other_key() -> None:
+    rendered = {"model": "m", "max_tokens": 900, "stream": True, "messages": [], "metadata": {}}
+    before = copy.deepcopy(rendered)
+    assert messages_prewarm(rendered) == {"model": "m", "max_tokens": 1, "messages": [],
+                                          "metadata": {}}  # fmt: skip
+    assert rendered == before
+
+
+def test_the_background_copy_of_a_job_copies_the_messages_body() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    job = replace(job_with_body({}), sending=Sending(messages=body))
+    copied = job.detached().sending.messages
+    assert copied == body and copied is not body and copied["messages"] is not body["messages"]
