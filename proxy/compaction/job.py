@@ -45,6 +45,24 @@ class CompactionOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class Sending:
+    """How the session's requests go upstream beyond what the job's body holds, for the prewarm
+    (`proxy.compaction.prewarm`). `same_key`: whether `CompactionJob.api_key` is their
+    credential (not with an OAuth bearer on `/v1/messages`: only the request holds it);
+    `thinking`: whether they ask the model to think in a key the internal body does not hold
+    (a Messages body's `thinking`, carried by the route). To an Anthropic upstream from
+    `/v1/messages`: `messages`, the client's Messages body as sent (the prewarm converts and
+    renders it as the route does, thinking blocks and signatures kept), with its `anthropic-*`
+    `headers` and its `query`."""
+
+    same_key: bool = True
+    thinking: bool = False
+    messages: JSON | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    query: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionJob:
     """Everything one compaction needs.
 
@@ -61,7 +79,8 @@ class CompactionJob:
     asked for durable facts, which are kept unless `known_facts` (the memory index the model
     already has, as lines) holds them. `client_body`: the client's body without `messages`
     (model, tools, every other key), for the request that warms the provider cache after a
-    background compaction (`proxy.compaction.prewarm`).
+    background compaction (`proxy.compaction.prewarm`), and `sending`, what else that request
+    must match.
     """
 
     tenant: str
@@ -82,6 +101,7 @@ class CompactionJob:
     memory: MemorySettings | None = None
     known_facts: tuple[str, ...] = ()
     client_body: JSON | None = None
+    sending: Sending = Sending()
 
     def detached(self) -> CompactionJob:
         """A deep copy of the messages and the prefix body, for a task that outlives the
@@ -93,6 +113,7 @@ class CompactionJob:
             working=tuple(copy_json(list(self.working))),
             prefix_body=copy_json(self.prefix_body),
             client_body=copy_json(self.client_body),
+            sending=replace(self.sending, messages=copy_json(self.sending.messages)),
         )
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from proxy.compaction.compactor import Compactor
-from proxy.compaction.job import CompactionOutcome
+from proxy.compaction.job import CompactionOutcome, Sending
 from proxy.compaction.policy import should_compact, soft_threshold, threshold_tokens
 from proxy.compaction.trigger import BackgroundHook, CompactionTrigger
 from proxy.engine.job import compaction_job
@@ -112,24 +112,25 @@ class ContextEngine:
         api_key: str | None,
         force_compact: bool = False,
         recall: bool = False,
+        sending: Sending | None = None,
     ) -> Prepared:
         """The outgoing request for `body` (the client's, as `turn.client` splits it). With the
         store down (`turn.degraded`) budgets only cut: a persisted id would 404. `api_key` goes
         to the summarizer; `force_compact` (the upstream said the context is too long) compacts
         whatever the thresholds say; `recall` true: the caller runs the recall loop, so the
-        recall tool may be offered (opt-in: a tool nobody answers must never be offered)."""
+        recall tool may be offered (opt-in: never a tool nobody answers); `sending`: the job's."""
         stack = self._stacks[turn.tenant]
         settings = stack.tenant.compact
         client, applied = turn.client, turn.applied
-        before = stack.before_degraded if turn.degraded else stack.before
-        draft, reports = run_stages(before, client, turn)
+        draft, reports = run_stages(stack.before_degraded if turn.degraded else stack.before,
+                                    client, turn)  # fmt: skip
         line = stack.lineages.lineage(turn.tenant, client.system.client, client.messages)
         threshold = threshold_tokens(settings, model_window=turn.model_window)
         covers = applied.covers if applied else 0
         last = last_prompt_tokens(turn.state, line, covers, messages=len(body["messages"]))
         outcome = await self._compact_when_due(
-            stack, draft, turn, api_key, last=last, threshold=threshold, forced=force_compact
-        )
+            stack, draft, turn, api_key, last=last, threshold=threshold, forced=force_compact,
+            sending=sending)  # fmt: skip
         if outcome is not None and outcome.status == "done":
             draft = draft._replace(messages=outcome.messages)
             covers = outcome.compaction.covers if outcome.compaction else covers
@@ -164,6 +165,7 @@ class ContextEngine:
         last: int,
         threshold: int,
         forced: bool,
+        sending: Sending | None,
     ) -> CompactionOutcome | None:
         """The compaction of `draft` that ran for this request: due when the previous request's
         prompt (`last` tokens) passed `threshold`, or `forced`; past the soft threshold in async
@@ -175,7 +177,9 @@ class ContextEngine:
         soft = settings.mode == "async" and last >= soft_threshold(threshold, settings=settings)
         if not settings.enabled or not (due or soft):
             return None
-        job = functools.partial(compaction_job, stack, draft, turn, api_key, forced=forced)
+        job = functools.partial(
+            compaction_job, stack, draft, turn, api_key, forced=forced, sending=sending
+        )
         return await self._compaction.compact_if_due(settings, turn, job, due=due, soft=soft)
 
     async def summarize_all(self, turn: Turn, *, api_key: str | None) -> CompactionOutcome:

@@ -5,7 +5,7 @@ back into the pipeline), and the facts the request's model already knows. Pure: 
 
 from __future__ import annotations
 
-from proxy.compaction.job import CompactionJob
+from proxy.compaction.job import CompactionJob, Sending
 from proxy.compaction.plan import CompactionPlan, plan_compaction
 from proxy.compaction.policy import last_compaction_efficiency
 from proxy.engine.offer import prefix_with_tool
@@ -21,10 +21,12 @@ def compaction_job(
     *,
     forced: bool = False,
     whole: bool = False,
+    sending: Sending | None = None,
 ) -> CompactionJob:
     """The `CompactionJob` for this request's working history (`prepare` builds it only when a
     compaction starts); `forced`: the upstream said the context is too long; `whole`: every
-    message is summarized. No prefix body when the upstream caches no prompt (the summary is
+    message is summarized; `sending`: what the session's requests go with beyond the body
+    (`CompactionJob.sending`). No prefix body when the upstream caches no prompt (the summary is
     asked over a plain transcript)."""
     settings = stack.tenant.compact
     if whole:
@@ -57,6 +59,7 @@ def compaction_job(
         memory=stack.tenant.memory if stack.tenant.memory.enabled else None,
         known_facts=known_facts(turn),
         client_body=dict(turn.client.body),
+        sending=sending or Sending(),
     )
 
 

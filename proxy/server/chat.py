@@ -90,9 +90,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return early
     reply = sent.reply
     early = keepalive.response if keepalive is not None else None
-    headers = ctx_headers(sent.prepared)
-    if reply.stream is None:
-        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
+    headers = answer_headers(sent)
     response, relayed = await relay(request, reply, headers, body, early, started=started)
     scope.usage = relayed.usage
     trace = traced(sent, relayed, messages_in=len(body["messages"]), started=started)
@@ -271,6 +269,15 @@ def ctx_headers(prepared: Prepared) -> dict[str, str]:
     }
     if turn.degraded:
         headers["X-Ctx-Store"] = "degraded"
+    return headers
+
+
+def answer_headers(sent: Forwarded) -> dict[str, str]:
+    """`ctx_headers`, and for a whole answer how many recall calls the loop answered
+    (`X-Ctx-Recalls`; a stream's headers leave before the loop is over)."""
+    headers = ctx_headers(sent.prepared)
+    if sent.reply.stream is None:
+        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
     return headers
 
 

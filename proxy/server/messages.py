@@ -33,13 +33,14 @@ from proxy.inbound.messages_request import messages_to_internal, request_problem
 from proxy.inbound.messages_session import messages_session_id
 from proxy.server.appkeys import SCOPE, Services, key_caller_of
 from proxy.server.body import KnownTools, read_json
-from proxy.server.chat import after, ctx_headers, traced
+from proxy.server.chat import after, answer_headers, ctx_headers, traced
 from proxy.server.keepalive import KeepAlive
 from proxy.server.messages_forward import (
     Inbound,
     client_key,
     forward,
     looping,
+    sending,
     summarizer_key,
     upstream_body,
 )
@@ -75,9 +76,7 @@ async def messages(request: web.Request) -> web.StreamResponse:
         return early
     scale = _scale(inbound, sent.prepared)
     translated = None if isinstance(upstream, AnthropicUpstream) else inbound.body["model"]
-    headers = ctx_headers(sent.prepared)
-    if sent.reply.stream is None:
-        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
+    headers = answer_headers(sent)
     response, relayed = await relay_messages(
         request,
         sent.reply,
@@ -107,6 +106,7 @@ async def count_tokens(request: web.Request) -> web.Response:
         turn=inbound.turn,
         api_key=summarizer_key(inbound),
         recall=looping(inbound),  # what would be sent: the recall tool too, when offered
+        sending=sending(upstream, inbound, request),
     )
     scale = _scale(inbound, prepared)
     headers = {"Content-Type": "application/json", **ctx_headers(prepared)}

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 from aiohttp import web
 
 from proxy.adapters.upstream.anthropic_messages import AnthropicUpstream
+from proxy.compaction.job import Sending
+from proxy.compaction.prewarm import asks_thinking
 from proxy.engine.engine import ContextEngine
 from proxy.engine.prepared import Prepared
 from proxy.inbound.chat_request import chat_request
@@ -69,14 +71,15 @@ async def forward(
 ) -> Forwarded:
     """Prepare and send (see the module doc); `reader`: where the recall loop reads persisted
     outputs."""
-    prepared = await _prepare(engine, inbound, keepalive, force_compact=False)
+    sends = sending(upstream, inbound, request)
+    prepared = await _prepare(engine, inbound, keepalive, sends, force_compact=False)
     prepare_s = time.monotonic() - started
     outgoing = upstream_body(upstream, inbound, prepared)
     reply = await _send(engine, upstream, prepared, outgoing, inbound, request)
     overflow = inbound.tenant.compact.enabled and _is_overflow(reply)
     if overflow:
         await reply.release()
-        prepared = await _prepare(engine, inbound, keepalive, force_compact=True)
+        prepared = await _prepare(engine, inbound, keepalive, sends, force_compact=True)
         outgoing = upstream_body(upstream, inbound, prepared)
         reply = await _send(engine, upstream, prepared, outgoing, inbound, request)
     if not prepared.recall.offered:
@@ -98,7 +101,12 @@ def looping(inbound: Inbound) -> bool:
 
 
 async def _prepare(
-    engine: ContextEngine, inbound: Inbound, keepalive: KeepAlive | None, *, force_compact: bool
+    engine: ContextEngine,
+    inbound: Inbound,
+    keepalive: KeepAlive | None,
+    sends: Sending,
+    *,
+    force_compact: bool,
 ) -> Prepared:
     """The engine's preparation of the internal body, kept alive for a stream while it runs."""
     work = engine.prepare(
@@ -107,6 +115,7 @@ async def _prepare(
         api_key=summarizer_key(inbound),
         force_compact=force_compact,
         recall=looping(inbound),
+        sending=sends,
     )
     if keepalive is None:
         return await work
@@ -179,6 +188,26 @@ def summarizer_key(inbound: Inbound) -> str | None:
     """The key the summarizer may use: the client's, unless it is an OAuth token (a bearer),
     which the summarizer cannot send: the summarizer upstream's own key then."""
     return None if inbound.as_bearer else client_key(inbound)
+
+
+def sending(upstream: Upstream, inbound: Inbound, request: web.Request) -> Sending:
+    """What the request goes upstream with beyond its internal body, for a compaction's
+    prewarm: not the summarizer's key when the client's is an OAuth bearer; to an Anthropic
+    upstream, the client's body, `anthropic-*` headers and query (rendered as here), and
+    whether it asks for thinking (an OpenAI-kind upstream is sent the chat form: neither)."""
+    same_key = summarizer_key(inbound) == client_key(inbound)
+    if not isinstance(upstream, AnthropicUpstream):
+        return Sending(same_key=same_key)
+    headers = tuple(
+        (k, v) for k, v in request.headers.items() if k.lower().startswith("anthropic-")
+    )
+    return Sending(
+        same_key=same_key,
+        thinking=asks_thinking(inbound.body, kind="anthropic"),
+        messages=inbound.body,
+        headers=headers,
+        query=request.rel_url.raw_query_string,
+    )
 
 
 def _is_overflow(reply: UpstreamReply) -> bool:

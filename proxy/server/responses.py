@@ -31,7 +31,7 @@ from proxy.inbound.result_images import responses_result_images
 from proxy.inbound.usage_report import history_scale
 from proxy.ports import ResponsesUpstream, Upstream, UpstreamReply
 from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
-from proxy.server.chat import Forwarded, after, ctx_headers, forward, traced
+from proxy.server.chat import Forwarded, after, answer_headers, forward, traced
 from proxy.server.keepalive import KeepAlive
 from proxy.server.observe.trace import Trace
 from proxy.server.recall_dialects import ResponsesDialect
@@ -78,9 +78,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return early
     scale = history_scale(internal, sent.prepared.body) if tenant.report_usage == "client" else None
     answer = Answer(sent_body, response_id_for(scope.id), int(time.time()), scale)
-    headers = ctx_headers(sent.prepared)
-    if sent.reply.stream is None:
-        headers["X-Ctx-Recalls"] = str(sent.recall.tally.recalls if sent.recall else 0)
+    headers = answer_headers(sent)
     response, served = await relay_answer(
         request,
         sent.reply,

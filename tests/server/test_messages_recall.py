@@ -126,6 +126,7 @@ async def test_a_recall_by_ref_is_answered_byte_for_byte_and_never_shown(
     answer, headers = await ask(proxy, stream=stream)
     assert said(answer) == f"Checking. Recalled:\n{ORIGINAL}"
     assert [b.type for b in answer.content if b.type == "tool_use"] == []
+    assert stream or headers["x-ctx-recalls"] == "1", "a whole answer tells the recalls"
     assert answer.stop_reason == "end_turn"
     first, second = upstream_bodies(proxy)
     assert tool_names(first)[-1] == "ctx_recall" and tool_names(second) == tool_names(first)
