@@ -44,6 +44,7 @@ async def make_rig(aiohttp_server: Any, tmp_path: Path) -> MakeRig:
         here = tmp_path / f"rig{count}"
         here.mkdir()
         url = upstream_url or str(upstream.make_url("")).rstrip("/")
+        values.setdefault("store_op_timeout_s", 0.5)  # what the fault suites time against
         config = write_config(here, upstream=url, **values)
         env = {"FAKE_UPSTREAM_KEY": UPSTREAM_KEY, **(environ or {})}
         settings = load_settings(config, environ=env)
