@@ -6,7 +6,8 @@ Modules, in the order a request meets them:
     stored      stored compactions: made from a cut, applied to the requests that follow (the
                 "apply stored compaction" stage)
     trigger     when a request compacts: now, in the background (async mode), or not at all
-    job         what one compaction is given (`CompactionJob`) and ends in (`CompactionOutcome`)
+    job         what one compaction is given (`CompactionJob`), the history it yields, and
+                what it ends in (`CompactionOutcome`)
     compactor   the async shell: lock, archive, one summarizer call, fenced save; background
                 tasks
     writeback   the facts the summarizer answered with, kept beside the summary (memory)

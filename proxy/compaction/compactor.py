@@ -24,7 +24,13 @@ import orjson
 
 from proxy.compaction import plan as decide
 from proxy.compaction import prompt
-from proxy.compaction.job import CompactionJob, CompactionOutcome, Status, client_covers
+from proxy.compaction.job import (
+    CompactionJob,
+    CompactionOutcome,
+    Status,
+    client_covers,
+    compacted_history,
+)
 from proxy.compaction.plan import CompactionPlan
 from proxy.compaction.policy import worth_compacting
 from proxy.compaction.stored import json_chars, stored_compaction
@@ -264,24 +270,6 @@ async def summarize(
         return "", "summarizer", None
     summary = prompt.extract_summary(answer.text or "")
     return summary, "" if summary else "empty_summary", answer
-
-
-def compacted_history(
-    job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
-) -> list[Message]:
-    """The first user message (`keep_first_user`), the summary (with recall on, its last line
-    naming the client messages it stands for), preserved tool content (taken from the client's
-    unpruned messages), kept part."""
-    settings = job.settings
-    if job.applied is not None:
-        source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
-    else:
-        source = list(job.client_history[:covers])
-    preserved = decide.preserved_tool_content(source, settings=settings)
-    first, line = decide.summary_frame(job.client_history, covers, settings=settings)
-    return decide.splice_summary(
-        job.working, plan, summary, preserved=preserved, first_user=first, last_line=line
-    )
 
 
 def _learned(

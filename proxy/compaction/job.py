@@ -1,4 +1,5 @@
-"""What one compaction is given (`CompactionJob`) and what it ends in (`CompactionOutcome`).
+"""What one compaction is given (`CompactionJob`), the history it yields (`compacted_history`),
+and what it ends in (`CompactionOutcome`).
 
 Index mapping. The plan is computed on the *working* history (after the stored compaction was
 applied, budgets and pruning), but a stored compaction covers a prefix of the *client's* history.
@@ -14,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from proxy.compaction.plan import CompactionPlan
+from proxy.compaction.plan import (
+    CompactionPlan,
+    preserved_tool_content,
+    splice_summary,
+    summary_frame,
+)
 from proxy.compaction.policy import CompactSettings
 from proxy.exact_json import copy_json
 from proxy.memory.ledger import MemorySettings
@@ -127,6 +133,24 @@ def client_covers(
     if split <= replaced or working_len - replaced != client_len - covered:
         return None
     return covered + split - replaced
+
+
+def compacted_history(
+    job: CompactionJob, plan: CompactionPlan, covers: int, summary: str
+) -> list[Message]:
+    """The first user message (`keep_first_user`), the summary (with recall on, its last line
+    naming the client messages it stands for), preserved tool content (taken from the client's
+    unpruned messages), kept part."""
+    settings = job.settings
+    if job.applied is not None:
+        source = [*job.applied.replacement, *job.client_history[job.applied.covers : covers]]
+    else:
+        source = list(job.client_history[:covers])
+    preserved = preserved_tool_content(source, settings=settings)
+    first, line = summary_frame(job.client_history, covers, settings=settings)
+    return splice_summary(
+        job.working, plan, summary, preserved=preserved, first_user=first, last_line=line
+    )
 
 
 def compaction_fields(outcome: CompactionOutcome) -> dict[str, str | int | float]:
