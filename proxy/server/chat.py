@@ -28,7 +28,7 @@ from proxy.recall.answer import OutputReader
 from proxy.recall.tool import RecallSettings
 from proxy.server.appkeys import SCOPE, Services, tenant_caller_of
 from proxy.server.body import read_chat_body, with_usage_requested
-from proxy.server.keepalive import KeepAlive
+from proxy.server.keepalive import KeepAlive, kept_alive
 from proxy.server.observe.trace import Trace, notify
 from proxy.server.recall_dialects import ChatDialect, Dialect
 from proxy.server.recall_loop import RecallLoop
@@ -170,13 +170,7 @@ async def _prepare(
     work = engine.prepare(
         body, turn=turn, api_key=api_key, force_compact=force_compact, recall=recall
     )
-    if keepalive is None:
-        return await work
-    keepalive.start()
-    try:
-        return await work
-    finally:
-        await keepalive.stop()
+    return await kept_alive(keepalive, work)
 
 
 async def _send(

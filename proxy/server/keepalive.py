@@ -13,8 +13,9 @@ The fast path costs one timer: nothing is written unless the pipeline is slow.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import MappingProxyType
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -22,6 +23,19 @@ AFTER_S = 2.0
 EVERY_S = 10.0
 COMMENT = b": ctxproxy is preparing the context\n\n"
 SSE_HEADERS = MappingProxyType({"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+T = TypeVar("T")
+
+
+async def kept_alive(keepalive: KeepAlive | None, work: Awaitable[T]) -> T:
+    """`work` awaited with `keepalive` armed meanwhile (when there is one; the early response
+    it may have started is then `keepalive.response`)."""
+    if keepalive is None:
+        return await work
+    keepalive.start()
+    try:
+        return await work
+    finally:
+        await keepalive.stop()
 
 
 class KeepAlive:

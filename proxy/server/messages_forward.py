@@ -36,7 +36,7 @@ from proxy.ports import Upstream, UpstreamReply
 from proxy.recall.answer import OutputReader
 from proxy.server.body import with_usage_requested
 from proxy.server.chat import OVERFLOW_MARKERS, Forwarded
-from proxy.server.keepalive import KeepAlive
+from proxy.server.keepalive import KeepAlive, kept_alive
 from proxy.server.keys import Caller
 from proxy.server.recall_dialects import ChatDialect, Dialect, MessagesDialect
 from proxy.server.recall_loop import RecallLoop
@@ -117,13 +117,7 @@ async def _prepare(
         recall=looping(inbound),
         sending=sends,
     )
-    if keepalive is None:
-        return await work
-    keepalive.start()
-    try:
-        return await work
-    finally:
-        await keepalive.stop()
+    return await kept_alive(keepalive, work)
 
 
 def upstream_body(upstream: Upstream, inbound: Inbound, prepared: Prepared) -> JSON:

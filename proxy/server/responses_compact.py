@@ -37,7 +37,7 @@ from proxy.inbound.responses_events import replay_response
 from proxy.inbound.responses_request import responses_to_internal
 from proxy.inbound.responses_response import response_id_for
 from proxy.server.appkeys import SCOPE, tenant_caller_of
-from proxy.server.keepalive import SSE_HEADERS, KeepAlive
+from proxy.server.keepalive import SSE_HEADERS, KeepAlive, kept_alive
 from proxy.server.keys import Caller
 from proxy.server.relay import start_client_response, write_to_client
 from proxy.server.responses_body import (
@@ -114,14 +114,9 @@ async def _summarized(
     (`asked`: `compact` or `trigger`). Raises `CompactionFailed` when no summary came."""
     services = request[SCOPE].services
     forward = services.settings.tenants[caller.tenant].forward_client_key
-    if keepalive is not None:
-        keepalive.start()
-    try:
-        outcome = await services.engine.summarize_all(
-            turn, api_key=caller.token if forward else None
-        )
-    finally:
-        early = await keepalive.stop() if keepalive is not None else None
+    work = services.engine.summarize_all(turn, api_key=caller.token if forward else None)
+    outcome = await kept_alive(keepalive, work)
+    early = keepalive.response if keepalive is not None else None
     services.metrics.count_compaction(caller.tenant, outcome)
     event = services.events.on_client_compaction(
         caller.tenant, turn.session, outcome, asked=asked, model=turn.model
